@@ -1,0 +1,309 @@
+//! Per-request routing state ([`RouteCtx`]), the carrier trait ([`RouteRequest`]), and the
+//! response facts ([`Served`]).
+//!
+//! ```
+//! use bytes::Bytes;
+//! use switchyard_layers::{RouteCtx, RouteRequest};
+//!
+//! let mut req = http::Request::new(Bytes::from_static(b"{}"));
+//! req.extensions_mut().insert(RouteCtx::new("gpt-4o"));
+//! assert_eq!(req.route_ctx().map(RouteCtx::requested), Some("gpt-4o"));
+//! ```
+
+use std::{
+    fmt,
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicU32, Ordering},
+    },
+    time::Duration,
+};
+
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use crate::{Deployment, DeploymentId, Group, Outcome};
+
+/// What a request carries: a [`RouteCtx`], and a way to be cloned for a retry.
+///
+/// Implemented for `http::Request<B>` (the context sits in the extensions) whenever the body is
+/// `Clone` (buffer it once at the edge: `Bytes`, `Full<Bytes>`). Users with their own typed
+/// request can implement it too; every Switchyard layer is generic over it.
+pub trait RouteRequest: Send + 'static {
+    /// The routing context, when the request has one.
+    fn route_ctx(&self) -> Option<&RouteCtx>;
+    /// The routing context, mutably.
+    fn route_ctx_mut(&mut self) -> Option<&mut RouteCtx>;
+    /// A copy for another attempt; `None` when the request cannot be replayed.
+    fn try_clone_request(&self) -> Option<Self>
+    where
+        Self: Sized;
+}
+
+impl<B: Clone + Send + 'static> RouteRequest for http::Request<B> {
+    fn route_ctx(&self) -> Option<&RouteCtx> {
+        self.extensions().get::<RouteCtx>()
+    }
+
+    fn route_ctx_mut(&mut self) -> Option<&mut RouteCtx> {
+        self.extensions_mut().get_mut::<RouteCtx>()
+    }
+
+    fn try_clone_request(&self) -> Option<Self> {
+        Some(self.clone())
+    }
+}
+
+/// The kind of endpoint a request is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Endpoint {
+    /// `/v1/chat/completions`
+    #[default]
+    Chat,
+    /// `/v1/completions`
+    Completion,
+    /// `/v1/embeddings`
+    Embedding,
+}
+
+/// Facts about the request, read once at the edge and shared by every attempt.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct RequestFacts {
+    /// The endpoint.
+    pub endpoint: Endpoint,
+    /// The client asked for a stream.
+    pub stream: bool,
+    /// `metadata.tags` (or `tags`).
+    pub tags: Vec<String>,
+    /// `allowed_model_region`.
+    pub region: Option<String>,
+    /// `metadata.session_id` (or the session header).
+    pub session: Option<String>,
+    /// Parameters the deployment must support (`response_format`, `tools`, ...).
+    pub required_params: Vec<String>,
+    /// Input tokens, counted at most once per request by whichever layer needs them first.
+    pub input_tokens: OnceLock<u64>,
+}
+
+impl RequestFacts {
+    /// Facts for a non-streaming chat request.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the stream flag.
+    pub fn streaming(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// Sets the endpoint.
+    pub fn endpoint(mut self, endpoint: Endpoint) -> Self {
+        self.endpoint = endpoint;
+        self
+    }
+
+    /// Sets the request tags.
+    pub fn tags(mut self, tags: Vec<String>) -> Self {
+        self.tags = tags;
+        self
+    }
+
+    /// Sets `allowed_model_region`.
+    pub fn region(mut self, region: Option<String>) -> Self {
+        self.region = region;
+        self
+    }
+
+    /// Sets the session id.
+    pub fn session(mut self, session: Option<String>) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// Records a known input-token count.
+    pub fn with_input_tokens(self, tokens: u64) -> Self {
+        let _ = self.input_tokens.set(tokens);
+        self
+    }
+}
+
+/// One attempt, as remembered in the call's trail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptRecord {
+    /// The group of the attempt.
+    pub group: Arc<str>,
+    /// The deployment that was tried.
+    pub deployment: DeploymentId,
+    /// The result.
+    pub outcome: Outcome,
+    /// How long the attempt took until its answer (or its first streamed chunk).
+    pub duration: Duration,
+    /// A short, secret-free message for failures.
+    pub message: Option<String>,
+}
+
+/// Shared by every clone of one request, so a retry replaying a stored clone still sees the
+/// attempts made so far.
+#[derive(Debug, Default)]
+struct CallState {
+    attempts: AtomicU32,
+    trail: Mutex<Vec<AttemptRecord>>,
+}
+
+/// Longest message kept in a trail record.
+const TRAIL_MESSAGE_MAX: usize = 200;
+/// Most records kept in a trail; attempts are bounded by retries and hops, this only guards memory.
+const TRAIL_MAX: usize = 64;
+
+/// Per-request routing state, carried in the request (see [`RouteRequest`]).
+///
+/// Layers only subtract from `candidates`; the select layer sets `selected`. Counters and the
+/// trail are shared by every clone of the request.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RouteCtx {
+    requested: Arc<str>,
+    /// The resolved group of the current hop; `None` until a layer resolves the requested name.
+    pub group: Option<Arc<Group>>,
+    /// The alias the caller used, if any.
+    pub alias: Option<Arc<str>>,
+    /// Deployments that may still serve this attempt; `None` until resolved for the attempt.
+    pub candidates: Option<Vec<Arc<Deployment>>>,
+    /// Deployments this call must not use again (failed earlier in the group).
+    pub excluded: Vec<DeploymentId>,
+    /// The deployment chosen for this attempt.
+    pub selected: Option<Arc<Deployment>>,
+    /// Fallback hops made so far.
+    pub hop: u32,
+    /// The call's deadline, if any; attempts and waits never run past it.
+    pub deadline: Option<Instant>,
+    /// Tokens the chosen deployment must reserve against its TPM limit (the input estimate).
+    pub reserve_tokens: u64,
+    facts: Arc<RequestFacts>,
+    call: Arc<CallState>,
+}
+
+impl fmt::Debug for RouteCtx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RouteCtx")
+            .field("requested", &self.requested)
+            .field("group", &self.group.as_ref().map(|g| g.name()))
+            .field("candidates", &self.candidates.as_ref().map(|c| c.iter().map(|d| &d.id).collect::<Vec<_>>()))
+            .field("excluded", &self.excluded)
+            .field("selected", &self.selected.as_ref().map(|d| &d.id))
+            .field("hop", &self.hop)
+            .field("attempts", &self.attempts())
+            .field("facts", &self.facts)
+            .finish()
+    }
+}
+
+impl RouteCtx {
+    /// A context for a request that asked for `model`.
+    pub fn new(model: impl Into<Arc<str>>) -> Self {
+        Self::with_facts(model, RequestFacts::default())
+    }
+
+    /// A context with request facts.
+    pub fn with_facts(model: impl Into<Arc<str>>, facts: RequestFacts) -> Self {
+        Self {
+            requested: model.into(),
+            group: None,
+            alias: None,
+            candidates: None,
+            excluded: Vec::new(),
+            selected: None,
+            hop: 0,
+            deadline: None,
+            reserve_tokens: 0,
+            facts: Arc::new(facts),
+            call: Arc::default(),
+        }
+    }
+
+    /// The name the caller asked for.
+    pub fn requested(&self) -> &str {
+        &self.requested
+    }
+
+    /// The request facts.
+    pub fn facts(&self) -> &RequestFacts {
+        &self.facts
+    }
+
+    /// Attempts started so far in this call (across retries and hops).
+    pub fn attempts(&self) -> u32 {
+        self.call.attempts.load(Ordering::Relaxed)
+    }
+
+    /// Counts a new attempt and returns its number (1 for the first).
+    pub fn begin_attempt(&self) -> u32 {
+        self.call.attempts.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Appends an attempt to the call's trail (bounded; messages truncated).
+    pub fn record_attempt(&self, mut record: AttemptRecord) {
+        if let Some(m) = &mut record.message
+            && m.len() > TRAIL_MESSAGE_MAX
+        {
+            let mut cut = TRAIL_MESSAGE_MAX;
+            while !m.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            m.truncate(cut);
+            m.push('…');
+        }
+        let mut trail = self.call.trail.lock();
+        if trail.len() < TRAIL_MAX {
+            trail.push(record);
+        }
+    }
+
+    /// The attempts of this call so far, oldest first.
+    pub fn trail(&self) -> Vec<AttemptRecord> {
+        self.call.trail.lock().clone()
+    }
+
+    /// The candidates for this attempt, resolving the group first when no layer has yet.
+    ///
+    /// Resolution uses `registry`; the candidates are the group's unblocked deployments minus the
+    /// excluded ones.
+    pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Vec<Arc<Deployment>>, crate::RouteError> {
+        if self.group.is_none() {
+            let resolved = registry.resolve(&self.requested)?;
+            self.group = Some(resolved.group);
+            self.alias = resolved.alias;
+        }
+        if self.candidates.is_none() {
+            let group = self.group.as_ref().expect("group resolved above");
+            let mut list = group.candidates();
+            if !self.excluded.is_empty() {
+                list.retain(|d| !self.excluded.contains(&d.id));
+            }
+            self.candidates = Some(list);
+        }
+        Ok(self.candidates.as_mut().expect("candidates set above"))
+    }
+}
+
+/// Which deployment served a response, inserted into the response extensions.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Served {
+    /// The group that served.
+    pub group: Arc<str>,
+    /// The deployment that served.
+    pub deployment: DeploymentId,
+    /// The provider model that served.
+    pub model: String,
+    /// Attempts made in the whole call, this one included.
+    pub attempts: u32,
+    /// Fallback hops made.
+    pub hops: u32,
+    /// Earlier attempts of this call that failed, oldest first.
+    pub failed: Vec<AttemptRecord>,
+}

@@ -1,0 +1,459 @@
+use std::{fmt, sync::Arc, time::Duration};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::DeploymentId;
+
+/// An API key. Its `Debug` output never shows the key and it has no `Display`; read it with
+/// [`ApiKey::expose`] only where it is sent upstream.
+///
+/// ```
+/// use switchyard_layers::ApiKey;
+/// let key = ApiKey::new("sk-live-123");
+/// assert!(!format!("{key:?}").contains("sk-live"));
+/// assert_eq!(key.expose(), "sk-live-123");
+/// ```
+#[derive(Clone)]
+pub struct ApiKey(SecretString);
+
+impl ApiKey {
+    /// Wraps a secret.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(SecretString::from(key.into()))
+    }
+
+    /// The secret itself; call this only to put it on the wire.
+    pub fn expose(&self) -> &str {
+        self.0.expose_secret()
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+impl PartialEq for ApiKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.expose() == other.expose()
+    }
+}
+
+/// What a deployment's model supports (`model_info.supports_*`); `None` means "not declared".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// `supports_function_calling`
+    pub function_calling: Option<bool>,
+    /// `supports_parallel_function_calling`
+    pub parallel_function_calling: Option<bool>,
+    /// `supports_tool_choice`
+    pub tool_choice: Option<bool>,
+    /// `supports_vision`
+    pub vision: Option<bool>,
+    /// `supports_response_schema` (structured output, `response_format`)
+    pub response_schema: Option<bool>,
+    /// `supports_web_search`
+    pub web_search: Option<bool>,
+    /// `supports_reasoning`
+    pub reasoning: Option<bool>,
+    /// `supports_prompt_caching`
+    pub prompt_caching: Option<bool>,
+    /// `supports_audio_input`
+    pub audio_input: Option<bool>,
+    /// `supports_audio_output`
+    pub audio_output: Option<bool>,
+    /// `supports_pdf_input`
+    pub pdf_input: Option<bool>,
+}
+
+impl Capabilities {
+    /// Sets a flag by its LiteLLM name (`supports_vision`, ...). Returns `false` for an unknown name.
+    pub fn set(&mut self, name: &str, value: bool) -> bool {
+        let slot = match name.strip_prefix("supports_").unwrap_or(name) {
+            "function_calling" => &mut self.function_calling,
+            "parallel_function_calling" => &mut self.parallel_function_calling,
+            "tool_choice" => &mut self.tool_choice,
+            "vision" => &mut self.vision,
+            "response_schema" => &mut self.response_schema,
+            "web_search" => &mut self.web_search,
+            "reasoning" => &mut self.reasoning,
+            "prompt_caching" => &mut self.prompt_caching,
+            "audio_input" => &mut self.audio_input,
+            "audio_output" => &mut self.audio_output,
+            "pdf_input" => &mut self.pdf_input,
+            _ => return false,
+        };
+        *slot = Some(value);
+        true
+    }
+}
+
+/// One entry of a model group: a provider model behind an endpoint, with credentials and limits.
+///
+/// Built with [`Deployment::builder`]; the fields are public to read (layers and strategies look
+/// at them), and the struct is `#[non_exhaustive]` so new fields are not breaking changes.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Deployment {
+    /// Stable id, shared by every replica.
+    pub id: DeploymentId,
+    /// The model group (`model_name`) this deployment serves.
+    pub group: Arc<str>,
+    /// The provider model (`litellm_params.model`), e.g. `azure/gpt-4o-eu` or `openai/gpt-4o`.
+    pub model: String,
+    /// Endpoint base URL.
+    pub api_base: Option<String>,
+    /// Credential sent upstream; never logged.
+    pub api_key: Option<ApiKey>,
+    /// Azure `api-version`.
+    pub api_version: Option<String>,
+    /// Requests per minute this deployment accepts (a limit, also a weight for simple-shuffle).
+    pub rpm: Option<u64>,
+    /// Tokens per minute this deployment accepts.
+    pub tpm: Option<u64>,
+    /// Relative traffic share for simple-shuffle.
+    pub weight: Option<f64>,
+    /// Priority tier; the lowest order among the candidates serves first.
+    pub order: Option<u32>,
+    /// Tags for tag routing.
+    pub tags: Vec<String>,
+    /// Region for `allowed_model_region`.
+    pub region: Option<String>,
+    /// Concurrent requests this replica may send to the deployment.
+    pub max_parallel_requests: Option<u32>,
+    /// Per-attempt timeout.
+    pub timeout: Option<Duration>,
+    /// Per-attempt timeout for streaming requests.
+    pub stream_timeout: Option<Duration>,
+    /// Cooldown for this deployment; `Some(ZERO)` means it is never cooled down.
+    pub cooldown_time: Option<Duration>,
+    /// Retries after a failure of this deployment (overrides the router's `num_retries`).
+    pub num_retries: Option<u32>,
+    /// Price of one input token.
+    pub input_cost_per_token: Option<f64>,
+    /// Price of one output token.
+    pub output_cost_per_token: Option<f64>,
+    /// Context window for inputs.
+    pub max_input_tokens: Option<u32>,
+    /// Maximum completion tokens.
+    pub max_output_tokens: Option<u32>,
+    /// Declared capabilities.
+    pub capabilities: Capabilities,
+    /// A blocked deployment is never selected.
+    pub blocked: bool,
+    /// Other provider parameters, passed to the provider as defaults (e.g. `temperature`).
+    pub params: Map<String, Value>,
+}
+
+impl Deployment {
+    /// Starts a deployment of `group` served by the provider model `model`.
+    pub fn builder(group: impl Into<Arc<str>>, model: impl Into<String>) -> DeploymentBuilder {
+        DeploymentBuilder::new(group, model)
+    }
+
+    /// A builder holding this deployment's fields, to derive a changed copy. The id is kept
+    /// unless the builder is given another one.
+    pub fn to_builder(&self) -> DeploymentBuilder {
+        DeploymentBuilder { d: self.clone(), explicit_id: true }
+    }
+
+    /// The provider prefix of [`Deployment::model`] (`azure` for `azure/gpt-4o`), or `openai`
+    /// when the model has none, as LiteLLM does.
+    pub fn provider(&self) -> &str {
+        self.model.split_once('/').map_or("openai", |(p, _)| p)
+    }
+
+    /// The price of `input` prompt tokens plus `output` completion tokens, when both prices are known.
+    pub fn cost(&self, input: u64, output: u64) -> Option<f64> {
+        Some(self.input_cost_per_token? * input as f64 + self.output_cost_per_token? * output as f64)
+    }
+}
+
+/// A deployment that cannot be built.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum DeploymentError {
+    /// The group name is empty.
+    EmptyGroup,
+    /// The provider model is empty.
+    EmptyModel {
+        /// The group of the deployment.
+        group: String,
+    },
+    /// A numeric field is negative, NaN or infinite.
+    InvalidNumber {
+        /// The field (`weight`, `input_cost_per_token`, ...).
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+}
+
+impl fmt::Display for DeploymentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::EmptyGroup => f.write_str("deployment has an empty model group name"),
+            Self::EmptyModel { group } => write!(f, "deployment of group `{group}` has an empty provider model"),
+            Self::InvalidNumber { field, value } => {
+                write!(f, "`{field}` must be a finite number >= 0, got {value}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DeploymentError {}
+
+/// Builds a [`Deployment`]; see [`Deployment::builder`].
+#[derive(Clone, Debug)]
+pub struct DeploymentBuilder {
+    d: Deployment,
+    explicit_id: bool,
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident : $ty:ty),* $(,)?) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.d.$name = Some(v);
+            self
+        }
+    )*};
+}
+
+impl DeploymentBuilder {
+    fn new(group: impl Into<Arc<str>>, model: impl Into<String>) -> Self {
+        Self {
+            d: Deployment {
+                id: DeploymentId::new(""),
+                group: group.into(),
+                model: model.into(),
+                api_base: None,
+                api_key: None,
+                api_version: None,
+                rpm: None,
+                tpm: None,
+                weight: None,
+                order: None,
+                tags: Vec::new(),
+                region: None,
+                max_parallel_requests: None,
+                timeout: None,
+                stream_timeout: None,
+                cooldown_time: None,
+                num_retries: None,
+                input_cost_per_token: None,
+                output_cost_per_token: None,
+                max_input_tokens: None,
+                max_output_tokens: None,
+                capabilities: Capabilities::default(),
+                blocked: false,
+                params: Map::new(),
+            },
+            explicit_id: false,
+        }
+    }
+
+    /// Uses this id (`model_info.id`) instead of the derived one.
+    pub fn id(mut self, id: impl Into<DeploymentId>) -> Self {
+        self.d.id = id.into();
+        self.explicit_id = true;
+        self
+    }
+
+    /// Endpoint base URL.
+    pub fn api_base(mut self, v: impl Into<String>) -> Self {
+        self.d.api_base = Some(v.into());
+        self
+    }
+
+    /// Credential.
+    pub fn api_key(mut self, v: ApiKey) -> Self {
+        self.d.api_key = Some(v);
+        self
+    }
+
+    /// Azure `api-version`.
+    pub fn api_version(mut self, v: impl Into<String>) -> Self {
+        self.d.api_version = Some(v.into());
+        self
+    }
+
+    /// Region for `allowed_model_region`.
+    pub fn region(mut self, v: impl Into<String>) -> Self {
+        self.d.region = Some(v.into());
+        self
+    }
+
+    setters! {
+        /// Requests-per-minute limit (and simple-shuffle weight when no `weight` is set).
+        rpm: u64,
+        /// Tokens-per-minute limit.
+        tpm: u64,
+        /// Simple-shuffle weight.
+        weight: f64,
+        /// Priority tier (lowest serves first).
+        order: u32,
+        /// Concurrent requests per replica.
+        max_parallel_requests: u32,
+        /// Per-attempt timeout.
+        timeout: Duration,
+        /// Per-attempt timeout for streams.
+        stream_timeout: Duration,
+        /// Cooldown time (`ZERO` = never cool down).
+        cooldown_time: Duration,
+        /// Retries after this deployment fails.
+        num_retries: u32,
+        /// Input token price.
+        input_cost_per_token: f64,
+        /// Output token price.
+        output_cost_per_token: f64,
+        /// Context window.
+        max_input_tokens: u32,
+        /// Completion limit.
+        max_output_tokens: u32,
+    }
+
+    /// Tags for tag routing.
+    pub fn tags<I, T>(mut self, tags: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<String>,
+    {
+        self.d.tags = tags.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Declared capabilities.
+    pub fn capabilities(mut self, v: Capabilities) -> Self {
+        self.d.capabilities = v;
+        self
+    }
+
+    /// Blocks (or unblocks) the deployment.
+    pub fn blocked(mut self, v: bool) -> Self {
+        self.d.blocked = v;
+        self
+    }
+
+    /// Adds a provider default parameter (e.g. `temperature`).
+    pub fn param(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.d.params.insert(key.into(), value);
+        self
+    }
+
+    /// Validates and builds the deployment.
+    ///
+    /// Without an explicit [`id`](Self::id), the id is the first 32 hex digits of
+    /// `sha256(group, provider parameters)`: the same group and parameters always give the same
+    /// id, on every replica and across restarts, and two entries that differ in any provider
+    /// parameter (endpoint, key, limits, ...) get different ids. Ids are not LiteLLM's own hashes.
+    ///
+    /// ```
+    /// use switchyard_layers::Deployment;
+    /// let a = Deployment::builder("gpt-4o", "openai/gpt-4o").rpm(10).build()?;
+    /// let b = Deployment::builder("gpt-4o", "openai/gpt-4o").rpm(10).build()?;
+    /// let c = Deployment::builder("gpt-4o", "openai/gpt-4o").rpm(20).build()?;
+    /// assert_eq!(a.id, b.id);
+    /// assert_ne!(a.id, c.id);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn build(mut self) -> Result<Deployment, DeploymentError> {
+        let d = &mut self.d;
+        if d.group.is_empty() {
+            return Err(DeploymentError::EmptyGroup);
+        }
+        if d.model.is_empty() {
+            return Err(DeploymentError::EmptyModel { group: d.group.to_string() });
+        }
+        for (field, value) in [
+            ("weight", d.weight),
+            ("input_cost_per_token", d.input_cost_per_token),
+            ("output_cost_per_token", d.output_cost_per_token),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v >= 0.0)
+            {
+                return Err(DeploymentError::InvalidNumber { field, value: v });
+            }
+        }
+        if !self.explicit_id || d.id.as_str().is_empty() {
+            d.id = derive_id(d);
+        }
+        Ok(self.d)
+    }
+}
+
+/// `sha256` over the group and a canonical rendering of every provider parameter.
+fn derive_id(d: &Deployment) -> DeploymentId {
+    let mut h = Sha256::new();
+    let mut put = |k: &str, v: &str| {
+        h.update(k.as_bytes());
+        h.update([0x1f]);
+        h.update(v.as_bytes());
+        h.update([0x1e]);
+    };
+    put("model_name", &d.group);
+    put("model", &d.model);
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    put("api_base", d.api_base.as_deref().unwrap_or(""));
+    put("api_key", d.api_key.as_ref().map_or("", ApiKey::expose));
+    put("api_version", d.api_version.as_deref().unwrap_or(""));
+    put("rpm", &opt(d.rpm.map(|v| v.to_string())));
+    put("tpm", &opt(d.tpm.map(|v| v.to_string())));
+    put("weight", &opt(d.weight.map(|v| v.to_string())));
+    put("order", &opt(d.order.map(|v| v.to_string())));
+    put("tags", &d.tags.join("\u{1f}"));
+    put("region", d.region.as_deref().unwrap_or(""));
+    put("max_parallel_requests", &opt(d.max_parallel_requests.map(|v| v.to_string())));
+    put("timeout", &opt(d.timeout.map(|v| v.as_secs_f64().to_string())));
+    put("stream_timeout", &opt(d.stream_timeout.map(|v| v.as_secs_f64().to_string())));
+    put("cooldown_time", &opt(d.cooldown_time.map(|v| v.as_secs_f64().to_string())));
+    put("num_retries", &opt(d.num_retries.map(|v| v.to_string())));
+    put("input_cost_per_token", &opt(d.input_cost_per_token.map(|v| v.to_string())));
+    put("output_cost_per_token", &opt(d.output_cost_per_token.map(|v| v.to_string())));
+    let mut params = String::new();
+    canonical_json(&Value::Object(d.params.clone()), &mut params);
+    put("params", &params);
+    let digest = h.finalize();
+    let mut id = String::with_capacity(32);
+    for b in &digest[..16] {
+        use fmt::Write;
+        let _ = write!(id, "{b:02x}");
+    }
+    DeploymentId::new(id)
+}
+
+/// Renders JSON with object keys sorted, whatever map ordering serde_json was built with.
+fn canonical_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical_json(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}

@@ -1,0 +1,47 @@
+//! Switchyard's routing model and its tower layers.
+//!
+//! A caller asks for a **model group** (`gpt-4o`); the layers in this crate decide which
+//! **deployment** of that group serves each **attempt**. The vocabulary and the contracts between
+//! the layers are described in `docs/architecture.md`; the short version:
+//!
+//! - per-request state travels in the request as a [`RouteCtx`] (see [`RouteRequest`]);
+//! - per-service state (the [`Registry`] of deployments, the shared [`StateStore`]) lives in the
+//!   layers;
+//! - every attempt ends in one classified [`Outcome`]; failures are [`RouteError`]s;
+//! - responses are `http::Response<`[`RouteBody`]`>`, and everything reserved for an attempt rides on
+//!   the body and is released when it ends or is dropped.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use switchyard_layers::{Deployment, Registry, StateStore, select::{SelectLayer, RoutingStrategy}};
+//!
+//! let registry = Arc::new(Registry::new());
+//! registry.upsert(Deployment::builder("gpt-4o", "openai/gpt-4o").weight(2.0).build()?)?;
+//! let store = Arc::new(StateStore::memory());
+//! let layer = SelectLayer::new(registry, store, RoutingStrategy::SimpleShuffle.build());
+//! # let _ = layer;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod body;
+pub mod ctx;
+pub mod deployment;
+pub mod error;
+pub mod fallback;
+pub mod outcome;
+pub mod select;
+pub mod state;
+
+pub use body::{BodyEnd, RouteBody, Usage};
+pub use ctx::{AttemptRecord, RequestFacts, RouteCtx, RouteRequest, Served};
+pub use deployment::{ApiKey, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
+pub use error::{BoxError, RouteError, RouteErrorKind};
+pub use outcome::Outcome;
+pub use state::StateStore;
+
+/// Compile-time check that a layer and its service can be embedded in axum (or any host that
+/// clones services per request and moves futures across threads).
+#[cfg(test)]
+pub(crate) fn assert_embeddable<T: Clone + Send + Sync + 'static>() {}

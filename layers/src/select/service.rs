@@ -1,0 +1,290 @@
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use futures_util::future::BoxFuture;
+use rand::{RngCore, rngs::SmallRng};
+use tokio::time::Instant;
+use tower_service::Service;
+use tracing::{Instrument, field};
+
+use super::{SelectLayer, strategy::Selection};
+use crate::{
+    AttemptRecord, BoxError, Deployment, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
+    body::BodyEndKind,
+    state::{Admission, Limits, Reservation, StateStore, WindowUsage},
+};
+
+/// Picks the deployment of each attempt; see [`SelectLayer`].
+///
+/// Per call: resolve the group and candidates if no outer layer has, let the group's strategy
+/// pick, reserve the pick's RPM/TPM atomically (moving on to another pick if it is at a limit),
+/// set `RouteCtx::selected`, and call the provider inside an `attempt` span. The in-flight count
+/// and the end-of-attempt bookkeeping ride on the response body.
+pub struct Select<S> {
+    inner: S,
+    shared: SelectLayer,
+    rng: SmallRng,
+}
+
+impl<S: fmt::Debug> fmt::Debug for Select<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Select").field("inner", &self.inner).field("layer", &self.shared).finish()
+    }
+}
+
+impl<S: Clone> Clone for Select<S> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), shared: self.shared.clone(), rng: self.shared.seeds.rng() }
+    }
+}
+
+impl<S> Select<S> {
+    pub(crate) fn new(inner: S, shared: SelectLayer) -> Self {
+        let rng = shared.seeds.rng();
+        Self { inner, shared, rng }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// Whether the select layer must take a slot in `d`'s usage window.
+fn tracks_usage(d: &Deployment, strategy_reads_usage: bool) -> bool {
+    strategy_reads_usage || d.rpm.is_some() || d.tpm.is_some()
+}
+
+impl<S, R> Service<R> for Select<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: R) -> Self::Future {
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.shared.clone();
+        let seed = self.rng.next_u64();
+        Box::pin(async move {
+            let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
+            let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;
+            let candidates = ctx.resolve_candidates(&shared.registry)?.clone();
+            let group = ctx.group.clone().expect("resolved with the candidates");
+            if candidates.is_empty() {
+                return Err(RouteError::new(
+                    RouteErrorKind::NoCandidates,
+                    format!("no deployment of `{}` is left to try", group.name()),
+                )
+                .with_group(group.name().clone())
+                .into());
+            }
+            let strategy = shared.strategies.for_group(group.name()).clone();
+            let store = &shared.store;
+            let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
+            let reads_usage = strategy.needs_usage();
+
+            let mut list = candidates;
+            let mut usage: Option<Vec<WindowUsage>> = None;
+            if reads_usage {
+                let ids: Vec<_> = list.iter().map(|d| d.id.clone()).collect();
+                usage = Some(store.usage(&ids).await?);
+            }
+            let mut soonest_free: Option<Duration> = None;
+            let (chosen, reservation) = loop {
+                let picked = {
+                    let sel = Selection::new(&group, &list, usage.as_deref(), store.local(), ctx.facts(), tokens);
+                    strategy.pick(&sel, &mut rng)
+                };
+                let Some(i) = picked else {
+                    return Err(all_limited(&group, soonest_free));
+                };
+                let d = list[i].clone();
+                if !tracks_usage(&d, reads_usage) {
+                    break (d, None);
+                }
+                match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await? {
+                    Admission::Admitted(r) => break (d, Some(r)),
+                    Admission::Full { retry_in } => {
+                        soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));
+                        list.remove(i);
+                        if let Some(u) = &mut usage {
+                            u.remove(i);
+                        }
+                        if list.is_empty() {
+                            return Err(all_limited(&group, soonest_free));
+                        }
+                    }
+                }
+            };
+
+            ctx.candidates = Some(list);
+            ctx.selected = Some(chosen.clone());
+            let attempt = ctx.begin_attempt();
+            let stream = ctx.facts().stream;
+            let hops = ctx.hop;
+            let trail_ctx = ctx.clone();
+            let span = tracing::info_span!(
+                "attempt",
+                requested = ctx.requested(),
+                group = %group.name(),
+                deployment = %chosen.id,
+                model = %chosen.model,
+                attempt,
+                outcome = field::Empty,
+            );
+            let in_flight = store.local().begin(&chosen.id);
+            let start = Instant::now();
+            let result = inner.oneshot_ready(req).instrument(span.clone()).await;
+            let elapsed = start.elapsed();
+            let record = |outcome, message| AttemptRecord {
+                group: group.name().clone(),
+                deployment: chosen.id.clone(),
+                outcome,
+                duration: elapsed,
+                message,
+            };
+            match result {
+                Ok(mut resp) => {
+                    span.record("outcome", "success");
+                    trail_ctx.record_attempt(record(crate::Outcome::Success, None));
+                    let usage_now = resp.body().usage();
+                    if stream {
+                        store.local().record_ttft(&chosen.id, elapsed);
+                    } else {
+                        store.local().record_latency(&chosen.id, latency_sample(elapsed, usage_now), elapsed);
+                    }
+                    let body = resp.body_mut();
+                    body.hold(in_flight);
+                    attach_end_of_attempt(body, shared.store.clone(), chosen.clone(), reservation, start, stream);
+                    if resp.extensions().get::<Served>().is_none() {
+                        let failed = trail_ctx.trail().into_iter().filter(|r| !r.outcome.is_success()).collect();
+                        resp.extensions_mut().insert(Served {
+                            group: group.name().clone(),
+                            deployment: chosen.id.clone(),
+                            model: chosen.model.clone(),
+                            attempts: attempt,
+                            hops,
+                            failed,
+                        });
+                    }
+                    Ok(resp)
+                }
+                Err(e) => {
+                    let e: BoxError = e.into();
+                    let route = RouteError::find(&*e);
+                    let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
+                    span.record("outcome", outcome.as_str());
+                    trail_ctx.record_attempt(record(outcome, Some(e.to_string())));
+                    match outcome {
+                        crate::Outcome::RateLimited => {
+                            let wait = route.and_then(RouteError::retry_after).unwrap_or(Duration::from_secs(1));
+                            store.local().penalize(&chosen.id, wait);
+                        }
+                        crate::Outcome::Timeout => {
+                            store.local().record_latency(&chosen.id, elapsed.as_secs_f64(), elapsed);
+                        }
+                        _ => {}
+                    }
+                    drop(in_flight);
+                    Err(e)
+                }
+            }
+        })
+    }
+}
+
+/// Seconds per completion token when the usage is known (LiteLLM's latency unit, which makes
+/// long and short answers comparable), raw seconds otherwise.
+fn latency_sample(elapsed: Duration, usage: Option<crate::Usage>) -> f64 {
+    match usage {
+        Some(u) if u.completion_tokens > 0 => elapsed.as_secs_f64() / u.completion_tokens as f64,
+        _ => elapsed.as_secs_f64(),
+    }
+}
+
+fn attach_end_of_attempt(
+    body: &mut RouteBody,
+    store: Arc<StateStore>,
+    deployment: Arc<Deployment>,
+    reservation: Option<Reservation>,
+    start: Instant,
+    stream: bool,
+) {
+    if reservation.is_none() && !stream {
+        return;
+    }
+    body.on_end(move |end| {
+        if let (Some(r), Some(u)) = (&reservation, end.usage) {
+            store.reconcile_detached(r, u.total());
+        }
+        if stream && end.kind == BodyEndKind::Complete {
+            let total = end.at.saturating_duration_since(start);
+            store.local().record_latency(&deployment.id, latency_sample(total, end.usage), total);
+        }
+    });
+}
+
+fn missing_ctx() -> BoxError {
+    RouteError::new(
+        RouteErrorKind::MissingContext,
+        "request has no RouteCtx; add the ingress layer or insert RouteCtx::new(model) into the request",
+    )
+    .into()
+}
+
+fn all_limited(group: &crate::Group, soonest_free: Option<Duration>) -> BoxError {
+    let mut e = RouteError::new(
+        RouteErrorKind::RateLimited,
+        format!("every deployment of `{}` is at its RPM/TPM limit", group.name()),
+    )
+    .with_group(group.name().clone());
+    if let Some(d) = soonest_free {
+        e = e.with_retry_after(d);
+    }
+    e.into()
+}
+
+/// Calls a service that has already been driven to readiness.
+trait OneshotReady<R>: Service<R> + Sized {
+    fn oneshot_ready(mut self, req: R) -> Self::Future {
+        self.call(req)
+    }
+}
+
+impl<S: Service<R>, R> OneshotReady<R> for S {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::select::SelectLayer;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<SelectLayer>();
+        crate::assert_embeddable::<Select<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>>();
+    }
+}

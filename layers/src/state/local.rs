@@ -1,0 +1,257 @@
+//! Per-replica state: in-flight counts, latency samples and peak-EWMA load.
+//!
+//! These are properties of the path from this replica to a deployment, so they are never shared
+//! across replicas, whatever the backend.
+
+use std::{
+    collections::VecDeque,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
+
+use dashmap::DashMap;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use crate::DeploymentId;
+
+/// How latency samples are kept; see `routing_strategy_args` in `docs/strategies.md`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LatencyConfig {
+    /// Samples kept per deployment (LiteLLM `max_latency_list_size`, default 10).
+    pub max_samples: usize,
+    /// Samples older than this are ignored (LiteLLM `ttl`, default 1 h).
+    pub sample_ttl: Duration,
+    /// Peak-EWMA decay time constant (default 10 s).
+    pub ewma_decay: Duration,
+    /// Peak-EWMA estimate for a deployment with no sample yet (default 1 s).
+    pub default_rtt: Duration,
+}
+
+impl Default for LatencyConfig {
+    fn default() -> Self {
+        Self {
+            max_samples: 10,
+            sample_ttl: Duration::from_secs(3600),
+            ewma_decay: Duration::from_secs(10),
+            default_rtt: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Samples {
+    /// `(when, seconds)`, oldest first, at most `max_samples`.
+    latency: VecDeque<(Instant, f64)>,
+    ttft: VecDeque<(Instant, f64)>,
+    /// Peak-EWMA estimate in seconds and when it was last updated.
+    ewma: Option<(f64, Instant)>,
+    /// Rate-limited until then (429 with Retry-After).
+    penalty_until: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    in_flight: AtomicU64,
+    samples: Mutex<Samples>,
+}
+
+/// Per-replica statistics for each deployment.
+#[derive(Debug, Default)]
+pub struct LocalState {
+    config: LatencyConfig,
+    stats: DashMap<DeploymentId, Arc<Stats>>,
+}
+
+/// Holds one in-flight request on a deployment; dropping it releases the count, so errors and
+/// cancellation can never make the count drift.
+#[derive(Debug)]
+pub struct InFlightGuard {
+    stats: Arc<Stats>,
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        self.stats.in_flight.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn push_bounded(q: &mut VecDeque<(Instant, f64)>, max: usize, sample: (Instant, f64)) {
+    while q.len() >= max.max(1) {
+        q.pop_front();
+    }
+    q.push_back(sample);
+}
+
+fn mean(q: &VecDeque<(Instant, f64)>, now: Instant, ttl: Duration) -> Option<f64> {
+    let (sum, n) = q
+        .iter()
+        .filter(|(at, _)| now.saturating_duration_since(*at) < ttl)
+        .fold((0.0, 0u32), |(s, n), (_, v)| (s + v, n + 1));
+    (n > 0).then(|| sum / f64::from(n))
+}
+
+impl LocalState {
+    /// Local state with the given latency settings.
+    pub fn new(config: LatencyConfig) -> Self {
+        Self { config, stats: DashMap::new() }
+    }
+
+    /// The latency settings.
+    pub fn config(&self) -> &LatencyConfig {
+        &self.config
+    }
+
+    fn stats(&self, id: &DeploymentId) -> Arc<Stats> {
+        if let Some(s) = self.stats.get(id) {
+            return s.clone();
+        }
+        self.stats.entry(id.clone()).or_default().clone()
+    }
+
+    /// Requests this replica has in flight on `id`.
+    pub fn in_flight(&self, id: &DeploymentId) -> u64 {
+        self.stats.get(id).map_or(0, |s| s.in_flight.load(Ordering::Acquire))
+    }
+
+    /// Counts one request in flight on `id` until the guard is dropped.
+    pub fn begin(&self, id: &DeploymentId) -> InFlightGuard {
+        let stats = self.stats(id);
+        stats.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard { stats }
+    }
+
+    /// Records a latency sample (seconds; per completion token when known) and, for peak-EWMA,
+    /// the raw round trip.
+    pub fn record_latency(&self, id: &DeploymentId, sample: f64, rtt: Duration) {
+        let now = Instant::now();
+        let stats = self.stats(id);
+        let mut s = stats.samples.lock();
+        push_bounded(&mut s.latency, self.config.max_samples, (now, sample));
+        self.update_ewma(&mut s, now, rtt.as_secs_f64());
+    }
+
+    /// Records a time-to-first-token sample (seconds).
+    pub fn record_ttft(&self, id: &DeploymentId, ttft: Duration) {
+        let now = Instant::now();
+        let stats = self.stats(id);
+        let mut s = stats.samples.lock();
+        push_bounded(&mut s.ttft, self.config.max_samples, (now, ttft.as_secs_f64()));
+        self.update_ewma(&mut s, now, ttft.as_secs_f64());
+    }
+
+    fn update_ewma(&self, s: &mut Samples, now: Instant, rtt: f64) {
+        let tau = self.config.ewma_decay.as_secs_f64().max(1e-3);
+        s.ewma = Some(match s.ewma {
+            // Peak: jump up at once, decay down slowly.
+            Some((cost, _)) if rtt > cost => (rtt, now),
+            Some((cost, at)) => {
+                let elapsed = now.saturating_duration_since(at).as_secs_f64();
+                let w = (-elapsed / tau).exp();
+                (cost * w + rtt * (1.0 - w), now)
+            }
+            None => (rtt, now),
+        });
+    }
+
+    /// Marks `id` as rate limited for `for_` (a 429's Retry-After): peak-EWMA avoids it meanwhile.
+    pub fn penalize(&self, id: &DeploymentId, for_: Duration) {
+        let until = Instant::now() + for_;
+        let stats = self.stats(id);
+        let mut s = stats.samples.lock();
+        s.penalty_until = Some(s.penalty_until.map_or(until, |u| u.max(until)));
+    }
+
+    /// Mean latency sample of `id` over the live samples (TTFT samples when `ttft` and any exist).
+    pub fn mean_latency(&self, id: &DeploymentId, ttft: bool) -> Option<f64> {
+        let stats = self.stats.get(id)?.clone();
+        let s = stats.samples.lock();
+        let now = Instant::now();
+        if ttft && let Some(m) = mean(&s.ttft, now, self.config.sample_ttl) {
+            return Some(m);
+        }
+        mean(&s.latency, now, self.config.sample_ttl)
+    }
+
+    /// Number of live latency samples for `id`.
+    pub fn samples(&self, id: &DeploymentId) -> usize {
+        self.stats.get(id).map_or(0, |s| s.samples.lock().latency.len())
+    }
+
+    /// Peak-EWMA load of `id`: the decayed latency estimate times (in-flight + 1), plus a large
+    /// penalty while it is rate limited.
+    pub fn peak_ewma_load(&self, id: &DeploymentId) -> f64 {
+        const PENALTY: f64 = 1.0e6;
+        let now = Instant::now();
+        let Some(stats) = self.stats.get(id).map(|s| s.clone()) else {
+            return self.config.default_rtt.as_secs_f64();
+        };
+        let in_flight = stats.in_flight.load(Ordering::Acquire) as f64;
+        let s = stats.samples.lock();
+        let tau = self.config.ewma_decay.as_secs_f64().max(1e-3);
+        let cost = match s.ewma {
+            Some((cost, at)) => {
+                // Decay toward the default while no sample arrives, so a once-slow deployment is
+                // tried again eventually.
+                let w = (-now.saturating_duration_since(at).as_secs_f64() / tau).exp();
+                cost * w + self.config.default_rtt.as_secs_f64() * (1.0 - w)
+            }
+            None => self.config.default_rtt.as_secs_f64(),
+        };
+        let penalty = if s.penalty_until.is_some_and(|u| u > now) { PENALTY } else { 0.0 };
+        cost * (in_flight + 1.0) + penalty
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn in_flight_returns_to_zero_when_guards_drop() {
+        let local = LocalState::default();
+        let id = DeploymentId::from("a");
+        let g1 = local.begin(&id);
+        let g2 = local.begin(&id);
+        assert_eq!(local.in_flight(&id), 2);
+        drop(g1);
+        drop(g2);
+        assert_eq!(local.in_flight(&id), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn latency_keeps_a_true_sliding_window_of_the_last_n() {
+        let local = LocalState::new(LatencyConfig { max_samples: 3, ..LatencyConfig::default() });
+        let id = DeploymentId::from("a");
+        for v in [10.0, 10.0, 10.0, 1.0, 1.0, 1.0] {
+            local.record_latency(&id, v, Duration::from_secs_f64(v));
+        }
+        assert_eq!(local.samples(&id), 3);
+        assert_eq!(local.mean_latency(&id, false), Some(1.0), "old samples slid out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn samples_expire_after_their_ttl() {
+        let local = LocalState::new(LatencyConfig { sample_ttl: Duration::from_secs(5), ..LatencyConfig::default() });
+        let id = DeploymentId::from("a");
+        local.record_latency(&id, 2.0, Duration::from_secs(2));
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(local.mean_latency(&id, false), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limit_penalty_dominates_peak_ewma_until_it_expires() {
+        let local = LocalState::default();
+        let id = DeploymentId::from("a");
+        local.record_latency(&id, 0.1, Duration::from_millis(100));
+        let before = local.peak_ewma_load(&id);
+        local.penalize(&id, Duration::from_secs(2));
+        assert!(local.peak_ewma_load(&id) > 1000.0);
+        tokio::time::advance(Duration::from_secs(3)).await;
+        assert!(local.peak_ewma_load(&id) < 1000.0 && before < 1.0);
+    }
+}

@@ -1,0 +1,168 @@
+//! The in-memory backend: sharded maps, no `.await` inside any critical section.
+
+use std::{sync::Arc, time::Duration};
+
+use dashmap::DashMap;
+use tokio::time::Instant;
+
+use super::{
+    Admission, Cooldown, Limits, OutcomeCounts, Reservation, StoreConfig, WindowUsage,
+    window::{Pair, SlidingWindow},
+};
+use crate::DeploymentId;
+
+#[derive(Debug)]
+struct Spend {
+    started: Instant,
+    period: Duration,
+    total: f64,
+}
+
+#[derive(Debug)]
+pub(super) struct MemoryBackend {
+    base: Instant,
+    config: StoreConfig,
+    cooldowns: DashMap<DeploymentId, Cooldown>,
+    usage: DashMap<DeploymentId, SlidingWindow>,
+    outcomes: DashMap<DeploymentId, SlidingWindow>,
+    spend: DashMap<Arc<str>, Spend>,
+}
+
+impl MemoryBackend {
+    pub(super) fn new(config: StoreConfig) -> Self {
+        Self {
+            base: Instant::now(),
+            config,
+            cooldowns: DashMap::new(),
+            usage: DashMap::new(),
+            outcomes: DashMap::new(),
+            spend: DashMap::new(),
+        }
+    }
+
+    fn window(&self, span: Duration) -> SlidingWindow {
+        SlidingWindow::new(self.base, span, self.config.resolution)
+    }
+
+    pub(super) fn cooldowns(&self, ids: &[DeploymentId]) -> Vec<Option<Cooldown>> {
+        if self.cooldowns.is_empty() {
+            return vec![None; ids.len()];
+        }
+        let now = Instant::now();
+        ids.iter()
+            .map(|id| {
+                let live = self.cooldowns.get(id).filter(|c| c.until > now).map(|c| c.clone());
+                if live.is_none() {
+                    // Expired entries are dropped on read, which keeps the map bounded.
+                    self.cooldowns.remove_if(id, |_, c| c.until <= now);
+                }
+                live
+            })
+            .collect()
+    }
+
+    pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, Cooldown)> {
+        let now = Instant::now();
+        self.cooldowns.retain(|_, c| c.until > now);
+        let mut all: Vec<_> = self.cooldowns.iter().map(|e| (e.key().clone(), e.value().clone())).collect();
+        all.sort_by(|a, b| a.1.until.cmp(&b.1.until));
+        all
+    }
+
+    pub(super) fn set_cooldown(&self, id: &DeploymentId, ttl: Duration, reason: Arc<str>, status: Option<u16>) -> Cooldown {
+        let now = Instant::now();
+        let until = now + ttl;
+        let mut entry = self
+            .cooldowns
+            .entry(id.clone())
+            .or_insert_with(|| Cooldown { until, reason: reason.clone(), status });
+        if entry.until <= now || entry.until < until {
+            *entry = Cooldown { until, reason, status };
+        }
+        entry.clone()
+    }
+
+    pub(super) fn clear_cooldown(&self, id: &DeploymentId) -> bool {
+        let now = Instant::now();
+        self.cooldowns.remove(id).is_some_and(|(_, c)| c.until > now)
+    }
+
+    pub(super) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
+        let now = Instant::now();
+        let mut w = self.outcomes.entry(id.clone()).or_insert_with(|| self.window(self.config.outcome_window));
+        let (s, f) = if success { (1, 0) } else { (0, 1) };
+        w.add(now, s, f);
+        let Pair { a, b } = w.totals(now);
+        OutcomeCounts { successes: a, failures: b }
+    }
+
+    pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
+        let now = Instant::now();
+        ids.iter()
+            .map(|id| {
+                self.usage.get_mut(id).map_or_else(WindowUsage::default, |mut w| {
+                    let Pair { a, b } = w.totals(now);
+                    WindowUsage { requests: a, tokens: b }
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Admission {
+        let now = Instant::now();
+        let mut w = self.usage.entry(id.clone()).or_insert_with(|| self.window(self.config.usage_window));
+        let Pair { a, b } = w.totals(now);
+        if limits.admits(WindowUsage { requests: a, tokens: b }, tokens) {
+            let tick = w.add(now, 1, tokens);
+            return Admission::Admitted(Reservation { id: id.clone(), tick, tokens });
+        }
+        let mut retry_in = Duration::ZERO;
+        if let Some(rpm) = limits.rpm
+            && a >= rpm
+        {
+            let wait = match rpm.checked_sub(1) {
+                Some(target) => w.until_a_at_most(now, target),
+                None => self.config.usage_window,
+            };
+            retry_in = retry_in.max(wait);
+        }
+        if let Some(tpm) = limits.tpm
+            && b.saturating_add(tokens) > tpm
+        {
+            // A request larger than the whole limit never fits: report a full window.
+            let wait = match tpm.checked_sub(tokens) {
+                Some(target) => w.until_b_at_most(now, target),
+                None => self.config.usage_window,
+            };
+            retry_in = retry_in.max(wait);
+        }
+        Admission::Full { retry_in }
+    }
+
+    pub(super) fn reconcile(&self, r: &Reservation, actual: u64) {
+        if let Some(mut w) = self.usage.get_mut(&r.id) {
+            w.adjust_b(r.tick, actual as i64 - r.tokens as i64);
+        }
+    }
+
+    pub(super) fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
+        let now = Instant::now();
+        let mut s = self
+            .spend
+            .entry(Arc::from(key))
+            .or_insert_with(|| Spend { started: now, period, total: 0.0 });
+        if now.saturating_duration_since(s.started) >= s.period {
+            *s = Spend { started: now, period, total: 0.0 };
+        }
+        s.total += amount;
+        s.total
+    }
+
+    pub(super) fn spend(&self, key: &str) -> f64 {
+        let now = Instant::now();
+        self.spend
+            .get(key)
+            .filter(|s| now.saturating_duration_since(s.started) < s.period)
+            .map_or(0.0, |s| s.total)
+    }
+}

@@ -1,0 +1,184 @@
+//! A sliding-window log at a fixed resolution: exact counts over the last `span`, bounded memory.
+
+use std::{collections::VecDeque, time::Duration};
+
+use tokio::time::Instant;
+
+/// Two counters per tick (for usage: requests and tokens; for outcomes: successes and failures).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pair {
+    pub(crate) a: u64,
+    pub(crate) b: u64,
+}
+
+/// Events over the last `span`, merged per `resolution` tick.
+///
+/// An event's tick is rounded *up*, so it counts for at least the full span (at most one
+/// resolution longer): a limit enforced on this window is never exceeded in any real window of
+/// `span`. Memory is at most `span / resolution` entries whatever the rate.
+#[derive(Debug)]
+pub(crate) struct SlidingWindow {
+    base: Instant,
+    resolution_ms: u64,
+    span_ticks: u64,
+    entries: VecDeque<(u64, Pair)>,
+    total: Pair,
+}
+
+impl SlidingWindow {
+    pub(crate) fn new(base: Instant, span: Duration, resolution: Duration) -> Self {
+        let resolution_ms = resolution.as_millis().max(1) as u64;
+        let span_ticks = (span.as_millis() as u64).div_ceil(resolution_ms).max(1);
+        Self { base, resolution_ms, span_ticks, entries: VecDeque::new(), total: Pair::default() }
+    }
+
+    fn tick(&self, now: Instant) -> u64 {
+        let ms = now.saturating_duration_since(self.base).as_millis() as u64;
+        ms.div_ceil(self.resolution_ms)
+    }
+
+    fn prune(&mut self, now_tick: u64) {
+        while let Some(&(tick, pair)) = self.entries.front() {
+            if tick + self.span_ticks > now_tick {
+                break;
+            }
+            self.total.a -= pair.a;
+            self.total.b -= pair.b;
+            self.entries.pop_front();
+        }
+    }
+
+    /// Totals over the window ending at `now`.
+    pub(crate) fn totals(&mut self, now: Instant) -> Pair {
+        let t = self.tick(now);
+        self.prune(t);
+        self.total
+    }
+
+    /// Adds an event at `now`; returns its tick (to adjust it later).
+    pub(crate) fn add(&mut self, now: Instant, a: u64, b: u64) -> u64 {
+        let t = self.tick(now);
+        self.prune(t);
+        match self.entries.back_mut() {
+            Some((tick, pair)) if *tick == t => {
+                pair.a += a;
+                pair.b += b;
+            }
+            _ => self.entries.push_back((t, Pair { a, b })),
+        }
+        self.total.a += a;
+        self.total.b += b;
+        t
+    }
+
+    /// Changes the `b` counter of the event recorded at `tick` by `delta` (no-op once it left the
+    /// window). Never goes below zero.
+    pub(crate) fn adjust_b(&mut self, tick: u64, delta: i64) {
+        if let Ok(i) = self.entries.binary_search_by_key(&tick, |(t, _)| *t) {
+            let pair = &mut self.entries[i].1;
+            let new = (pair.b as i64).saturating_add(delta).max(0) as u64;
+            self.total.b = self.total.b - pair.b + new;
+            pair.b = new;
+        }
+    }
+
+    /// How long until the `a` total drops to at most `target` (zero when it already is).
+    pub(crate) fn until_a_at_most(&mut self, now: Instant, target: u64) -> Duration {
+        let t = self.tick(now);
+        self.prune(t);
+        let mut excess = self.total.a.saturating_sub(target);
+        if excess == 0 {
+            return Duration::ZERO;
+        }
+        for &(tick, pair) in &self.entries {
+            excess = excess.saturating_sub(pair.a);
+            if excess == 0 {
+                return self.until_tick_leaves(now, tick);
+            }
+        }
+        self.until_tick_leaves(now, t)
+    }
+
+    /// How long until the `b` total drops to at most `target`.
+    pub(crate) fn until_b_at_most(&mut self, now: Instant, target: u64) -> Duration {
+        let t = self.tick(now);
+        self.prune(t);
+        let mut excess = self.total.b.saturating_sub(target);
+        if excess == 0 {
+            return Duration::ZERO;
+        }
+        for &(tick, pair) in &self.entries {
+            excess = excess.saturating_sub(pair.b);
+            if excess == 0 {
+                return self.until_tick_leaves(now, tick);
+            }
+        }
+        self.until_tick_leaves(now, t)
+    }
+
+    fn until_tick_leaves(&self, now: Instant, tick: u64) -> Duration {
+        let leaves = self.base + Duration::from_millis((tick + self.span_ticks) * self.resolution_ms);
+        leaves.saturating_duration_since(now)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn events_leave_exactly_one_span_later() {
+        let base = Instant::now();
+        let mut w = SlidingWindow::new(base, Duration::from_secs(60), Duration::from_millis(10));
+        w.add(base, 1, 100);
+        tokio::time::advance(Duration::from_secs(30)).await;
+        w.add(Instant::now(), 1, 50);
+        assert_eq!(w.totals(Instant::now()), Pair { a: 2, b: 150 });
+        tokio::time::advance(Duration::from_millis(29_990)).await;
+        assert_eq!(w.totals(Instant::now()).a, 2, "not yet 60 s after the first event");
+        tokio::time::advance(Duration::from_millis(10)).await;
+        assert_eq!(w.totals(Instant::now()), Pair { a: 1, b: 50 });
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(w.totals(Instant::now()), Pair::default());
+        assert!(w.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn memory_is_bounded_by_resolution_not_rate() {
+        let base = Instant::now();
+        let mut w = SlidingWindow::new(base, Duration::from_secs(1), Duration::from_millis(100));
+        for _ in 0..10_000 {
+            w.add(Instant::now(), 1, 1);
+            tokio::time::advance(Duration::from_micros(500)).await;
+        }
+        assert!(w.entries.len() <= 11, "{} entries", w.entries.len());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn time_until_slots_free() {
+        let base = Instant::now();
+        let mut w = SlidingWindow::new(base, Duration::from_secs(60), Duration::from_millis(10));
+        w.add(base, 2, 0);
+        tokio::time::advance(Duration::from_secs(20)).await;
+        w.add(Instant::now(), 1, 0);
+        assert_eq!(w.until_a_at_most(Instant::now(), 3), Duration::ZERO);
+        assert_eq!(w.until_a_at_most(Instant::now(), 1), Duration::from_secs(40));
+        assert_eq!(w.until_a_at_most(Instant::now(), 0), Duration::from_secs(60));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn adjusting_tokens_never_goes_negative() {
+        let base = Instant::now();
+        let mut w = SlidingWindow::new(base, Duration::from_secs(60), Duration::from_millis(10));
+        let t = w.add(base, 1, 100);
+        w.adjust_b(t, 40);
+        assert_eq!(w.totals(base).b, 140);
+        w.adjust_b(t, -1_000);
+        assert_eq!(w.totals(base).b, 0);
+    }
+}
