@@ -108,10 +108,7 @@ pub struct RouteBody {
 
 impl fmt::Debug for RouteBody {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RouteBody")
-            .field("usage", &self.usage.get())
-            .field("hooks", &self.hooks.len())
-            .finish()
+        f.debug_struct("RouteBody").field("usage", &self.usage.get()).field("hooks", &self.hooks.len()).finish()
     }
 }
 
@@ -257,9 +254,7 @@ mod tests {
     async fn a_failing_body_reports_the_outcome_of_its_error() {
         let stream = futures_util::stream::iter(vec![
             Ok(Frame::data(Bytes::from_static(b"data: {}\n\n"))),
-            Err::<Frame<Bytes>, BoxError>(
-                RouteError::upstream(Outcome::ServerError, "d1".into(), "cut").into(),
-            ),
+            Err::<Frame<Bytes>, BoxError>(RouteError::upstream(Outcome::ServerError, "d1".into(), "cut").into()),
         ]);
         let seen = Arc::new(parking_lot::Mutex::new(None));
         let s = seen.clone();

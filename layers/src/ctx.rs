@@ -246,33 +246,28 @@ impl RouteCtx {
     }
 
     /// Appends an attempt to the call's trail (bounded; messages truncated).
-    pub fn record_attempt(&self, mut record: AttemptRecord) {
-        if let Some(m) = &mut record.message
-            && m.len() > TRAIL_MESSAGE_MAX
-        {
-            let mut cut = TRAIL_MESSAGE_MAX;
-            while !m.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            m.truncate(cut);
-            m.push('…');
-        }
-        let mut trail = self.call.trail.lock();
-        if trail.len() < TRAIL_MAX {
-            trail.push(record);
-        }
+    pub fn record_attempt(&self, record: AttemptRecord) {
+        self.call_trail().record(record);
     }
 
     /// The attempts of this call so far, oldest first.
     pub fn trail(&self) -> Vec<AttemptRecord> {
-        self.call.trail.lock().clone()
+        self.call_trail().records()
+    }
+
+    /// A cheap handle on the call's shared trail, to record an attempt after the request moved on.
+    pub fn call_trail(&self) -> CallTrail {
+        CallTrail(self.call.clone())
     }
 
     /// The candidates for this attempt, resolving the group first when no layer has yet.
     ///
     /// Resolution uses `registry`; the candidates are the group's unblocked deployments minus the
     /// excluded ones.
-    pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Vec<Arc<Deployment>>, crate::RouteError> {
+    pub fn resolve_candidates(
+        &mut self,
+        registry: &crate::Registry,
+    ) -> Result<&mut Vec<Arc<Deployment>>, crate::RouteError> {
         if self.group.is_none() {
             let resolved = registry.resolve(&self.requested)?;
             self.group = Some(resolved.group);
@@ -287,6 +282,35 @@ impl RouteCtx {
             self.candidates = Some(list);
         }
         Ok(self.candidates.as_mut().expect("candidates set above"))
+    }
+}
+
+/// A handle on the trail shared by every clone of one request; see [`RouteCtx::call_trail`].
+#[derive(Clone, Debug)]
+pub struct CallTrail(Arc<CallState>);
+
+impl CallTrail {
+    /// Appends an attempt (bounded; messages truncated).
+    pub fn record(&self, mut record: AttemptRecord) {
+        if let Some(m) = &mut record.message
+            && m.len() > TRAIL_MESSAGE_MAX
+        {
+            let mut cut = TRAIL_MESSAGE_MAX;
+            while !m.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            m.truncate(cut);
+            m.push('…');
+        }
+        let mut trail = self.0.trail.lock();
+        if trail.len() < TRAIL_MAX {
+            trail.push(record);
+        }
+    }
+
+    /// The attempts so far, oldest first.
+    pub fn records(&self) -> Vec<AttemptRecord> {
+        self.0.trail.lock().clone()
     }
 }
 

@@ -114,9 +114,7 @@ impl RouteError {
 
     /// An attempt on `deployment` failed upstream with `outcome`.
     pub fn upstream(outcome: Outcome, deployment: DeploymentId, message: impl Into<String>) -> Self {
-        Self::new(RouteErrorKind::Upstream, message)
-            .with_outcome(outcome)
-            .with_deployment(deployment)
+        Self::new(RouteErrorKind::Upstream, message).with_outcome(outcome).with_deployment(deployment)
     }
 
     /// Names the group the error happened in.

@@ -35,7 +35,7 @@ pub mod select;
 pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};
-pub use ctx::{AttemptRecord, RequestFacts, RouteCtx, RouteRequest, Served};
+pub use ctx::{AttemptRecord, CallTrail, RequestFacts, RouteCtx, RouteRequest, Served};
 pub use deployment::{ApiKey, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
 pub use error::{BoxError, RouteError, RouteErrorKind};
 pub use outcome::Outcome;

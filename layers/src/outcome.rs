@@ -176,9 +176,8 @@ pub fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Classif
             outcome = o;
         }
     }
-    let retry_after = retry_after(headers, SystemTime::now()).or_else(|| {
-        (outcome == Outcome::RateLimited).then(|| rate_limit_reset(headers)).flatten()
-    });
+    let retry_after = retry_after(headers, SystemTime::now())
+        .or_else(|| (outcome == Outcome::RateLimited).then(|| rate_limit_reset(headers)).flatten());
     Classified { outcome, retry_after }
 }
 
@@ -194,12 +193,8 @@ fn classify_codes(codes: &[&str], message: &str) -> Option<Outcome> {
         }
     }
     let lower = message.to_ascii_lowercase();
-    const CONTEXT_PHRASES: [&str; 4] = [
-        "maximum context length",
-        "context length exceeded",
-        "context window",
-        "prompt is too long",
-    ];
+    const CONTEXT_PHRASES: [&str; 4] =
+        ["maximum context length", "context length exceeded", "context window", "prompt is too long"];
     if CONTEXT_PHRASES.iter().any(|p| lower.contains(p)) {
         return Some(Outcome::ContextWindowExceeded);
     }

@@ -24,12 +24,15 @@ pub enum WeightBasis {
 }
 
 impl WeightBasis {
+    /// Decided over the deployments that can serve: a blocked one never does, so its fields do
+    /// not change how the others share the traffic.
     fn of(deployments: &[Arc<Deployment>]) -> Self {
-        if deployments.iter().any(|d| d.weight.is_some()) {
+        let serving = || deployments.iter().filter(|d| !d.blocked);
+        if serving().any(|d| d.weight.is_some()) {
             Self::Weight
-        } else if deployments.iter().any(|d| d.rpm.is_some()) {
+        } else if serving().any(|d| d.rpm.is_some()) {
             Self::Rpm
-        } else if deployments.iter().any(|d| d.tpm.is_some()) {
+        } else if serving().any(|d| d.tpm.is_some()) {
             Self::Tpm
         } else {
             Self::Uniform
@@ -137,7 +140,7 @@ impl Snapshot {
             groups.insert(name, group);
         }
         // Stable: equally specific patterns keep config order.
-        patterns.sort_by(|a, b| b.0.specificity().cmp(&a.0.specificity()));
+        patterns.sort_by_key(|p| std::cmp::Reverse(p.0.specificity()));
         Self { deployments, groups, by_id, aliases, patterns }
     }
 
@@ -146,7 +149,13 @@ impl Snapshot {
             .groups
             .keys()
             .map(|g| g.to_string())
-            .chain(self.aliases.iter().filter(|(_, a)| !a.hidden).map(|(k, _)| k.to_string()))
+            // An alias whose group has lost its last deployment does not resolve: not listed.
+            .chain(
+                self.aliases
+                    .iter()
+                    .filter(|(_, a)| !a.hidden && self.groups.contains_key(&a.target))
+                    .map(|(k, _)| k.to_string()),
+            )
             .collect();
         names.sort();
         names
@@ -274,7 +283,12 @@ impl Registry {
 
     /// Makes `alias` another name for `target` (`model_group_alias`). A hidden alias resolves but
     /// is not listed by [`Registry::names`].
-    pub fn set_alias(&self, alias: impl Into<Arc<str>>, target: impl Into<Arc<str>>, hidden: bool) -> Result<(), RegistryError> {
+    pub fn set_alias(
+        &self,
+        alias: impl Into<Arc<str>>,
+        target: impl Into<Arc<str>>,
+        hidden: bool,
+    ) -> Result<(), RegistryError> {
         let (alias, target) = (alias.into(), target.into());
         self.update(|list, aliases| {
             if !list.iter().any(|d| d.group == target) {

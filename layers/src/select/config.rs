@@ -108,11 +108,7 @@ impl fmt::Display for SelectConfigError {
         match self {
             Self::UnknownStrategy { given } => {
                 let valid: Vec<&str> = RoutingStrategy::ALL.iter().map(|(n, _)| *n).collect();
-                write!(
-                    f,
-                    "unknown routing strategy `{given}`; valid: {}, usage-based-routing-v2",
-                    valid.join(", ")
-                )
+                write!(f, "unknown routing strategy `{given}`; valid: {}, usage-based-routing-v2", valid.join(", "))
             }
             Self::EmptyGroupName { index } => write!(f, "routing group #{index} has an empty `group_name`"),
             Self::DuplicateGroupName { name } => write!(f, "routing group name `{name}` is used twice"),
@@ -306,7 +302,10 @@ mod tests {
             RoutingGroups::new(vec![g("a", &["x"]), g("a", &["y"])]),
             Err(SelectConfigError::DuplicateGroupName { .. })
         ));
-        assert!(matches!(RoutingGroups::new(vec![g("default", &["x"])]), Err(SelectConfigError::ReservedGroupName { .. })));
+        assert!(matches!(
+            RoutingGroups::new(vec![g("default", &["x"])]),
+            Err(SelectConfigError::ReservedGroupName { .. })
+        ));
         assert!(matches!(RoutingGroups::new(vec![g(" ", &["x"])]), Err(SelectConfigError::EmptyGroupName { .. })));
         assert!(matches!(
             RoutingGroups::new(vec![g("a", &["x"]), g("b", &["x"])]),

@@ -27,7 +27,8 @@ impl SeedSource {
 
     pub(crate) fn rng(&self) -> SmallRng {
         // splitmix64 of root + n: well-spread seeds for consecutive n.
-        let mut z = self.root.wrapping_add(self.counter.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut z =
+            self.root.wrapping_add(self.counter.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         SmallRng::seed_from_u64(z ^ (z >> 31))

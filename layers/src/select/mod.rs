@@ -40,7 +40,7 @@ mod layer;
 mod service;
 pub mod strategy;
 
-pub use config::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs, Strategies};
+pub use config::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, Strategies, StrategyArgs};
 pub use layer::SelectLayer;
 pub use service::Select;
 pub use strategy::{Selection, Strategy};

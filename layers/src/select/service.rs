@@ -146,7 +146,7 @@ where
             let attempt = ctx.begin_attempt();
             let stream = ctx.facts().stream;
             let hops = ctx.hop;
-            let trail_ctx = ctx.clone();
+            let trail = ctx.call_trail();
             let span = tracing::info_span!(
                 "attempt",
                 requested = ctx.requested(),
@@ -170,7 +170,7 @@ where
             match result {
                 Ok(mut resp) => {
                     span.record("outcome", "success");
-                    trail_ctx.record_attempt(record(crate::Outcome::Success, None));
+                    trail.record(record(crate::Outcome::Success, None));
                     let usage_now = resp.body().usage();
                     if stream {
                         store.local().record_ttft(&chosen.id, elapsed);
@@ -181,7 +181,7 @@ where
                     body.hold(in_flight);
                     attach_end_of_attempt(body, shared.store.clone(), chosen.clone(), reservation, start, stream);
                     if resp.extensions().get::<Served>().is_none() {
-                        let failed = trail_ctx.trail().into_iter().filter(|r| !r.outcome.is_success()).collect();
+                        let failed = trail.records().into_iter().filter(|r| !r.outcome.is_success()).collect();
                         resp.extensions_mut().insert(Served {
                             group: group.name().clone(),
                             deployment: chosen.id.clone(),
@@ -198,7 +198,7 @@ where
                     let route = RouteError::find(&*e);
                     let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
                     span.record("outcome", outcome.as_str());
-                    trail_ctx.record_attempt(record(outcome, Some(e.to_string())));
+                    trail.record(record(outcome, Some(e.to_string())));
                     match outcome {
                         crate::Outcome::RateLimited => {
                             let wait = route.and_then(RouteError::retry_after).unwrap_or(Duration::from_secs(1));
@@ -285,6 +285,8 @@ mod tests {
     #[test]
     fn layer_and_service_are_embeddable() {
         crate::assert_embeddable::<SelectLayer>();
-        crate::assert_embeddable::<Select<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>>();
+        crate::assert_embeddable::<
+            Select<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>,
+        >();
     }
 }

@@ -65,17 +65,21 @@ impl MemoryBackend {
         let now = Instant::now();
         self.cooldowns.retain(|_, c| c.until > now);
         let mut all: Vec<_> = self.cooldowns.iter().map(|e| (e.key().clone(), e.value().clone())).collect();
-        all.sort_by(|a, b| a.1.until.cmp(&b.1.until));
+        all.sort_by_key(|a| a.1.until);
         all
     }
 
-    pub(super) fn set_cooldown(&self, id: &DeploymentId, ttl: Duration, reason: Arc<str>, status: Option<u16>) -> Cooldown {
+    pub(super) fn set_cooldown(
+        &self,
+        id: &DeploymentId,
+        ttl: Duration,
+        reason: Arc<str>,
+        status: Option<u16>,
+    ) -> Cooldown {
         let now = Instant::now();
         let until = now + ttl;
-        let mut entry = self
-            .cooldowns
-            .entry(id.clone())
-            .or_insert_with(|| Cooldown { until, reason: reason.clone(), status });
+        let mut entry =
+            self.cooldowns.entry(id.clone()).or_insert_with(|| Cooldown { until, reason: reason.clone(), status });
         if entry.until <= now || entry.until < until {
             *entry = Cooldown { until, reason, status };
         }
@@ -147,10 +151,7 @@ impl MemoryBackend {
 
     pub(super) fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
         let now = Instant::now();
-        let mut s = self
-            .spend
-            .entry(Arc::from(key))
-            .or_insert_with(|| Spend { started: now, period, total: 0.0 });
+        let mut s = self.spend.entry(Arc::from(key)).or_insert_with(|| Spend { started: now, period, total: 0.0 });
         if now.saturating_duration_since(s.started) >= s.period {
             *s = Spend { started: now, period, total: 0.0 };
         }
@@ -160,9 +161,6 @@ impl MemoryBackend {
 
     pub(super) fn spend(&self, key: &str) -> f64 {
         let now = Instant::now();
-        self.spend
-            .get(key)
-            .filter(|s| now.saturating_duration_since(s.started) < s.period)
-            .map_or(0.0, |s| s.total)
+        self.spend.get(key).filter(|s| now.saturating_duration_since(s.started) < s.period).map_or(0.0, |s| s.total)
     }
 }

@@ -1,0 +1,112 @@
+//! Your own layer between ours, around your own provider.
+//!
+//! `AuditLayer` (written here, not part of Switchyard) sits between the select layer and the
+//! provider, so it sees which deployment each attempt goes to. `EchoProvider` is a hand-written
+//! `tower::Service` standing in for your HTTP client: it answers with the provider model it was
+//! routed to. Run with `cargo run --example custom_pipeline`.
+
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use switchyard::layers::{
+    BoxError, Deployment, Registry, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served, StateStore,
+    select::{RoutingStrategy, SelectLayer},
+};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
+
+/// Counts attempts per provider model and logs each one.
+#[derive(Clone, Default)]
+struct AuditLayer {
+    attempts: Arc<AtomicUsize>,
+}
+
+#[derive(Clone)]
+struct Audit<S> {
+    inner: S,
+    attempts: Arc<AtomicUsize>,
+}
+
+impl<S> Layer<S> for AuditLayer {
+    type Service = Audit<S>;
+    fn layer(&self, inner: S) -> Audit<S> {
+        Audit { inner, attempts: self.attempts.clone() }
+    }
+}
+
+impl<S, B> Service<http::Request<B>> for Audit<S>
+where
+    S: Service<http::Request<B>>,
+    B: Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        if let Some(d) = req.route_ctx().and_then(|c| c.selected.as_ref()) {
+            let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
+            println!("attempt #{n}: {} -> {} ({})", req.route_ctx().map_or("", RouteCtx::requested), d.model, d.id);
+        }
+        self.inner.call(req)
+    }
+}
+
+/// A provider written by hand: answers with the model it was routed to.
+#[derive(Clone)]
+struct EchoProvider;
+
+impl Service<http::Request<Bytes>> for EchoProvider {
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
+        let selected = req.route_ctx().and_then(|c| c.selected.clone());
+        Box::pin(async move {
+            let d = selected.ok_or_else(|| RouteError::new(RouteErrorKind::MissingContext, "no deployment selected"))?;
+            Ok(http::Response::new(RouteBody::from(format!("hello from {}", d.model))))
+        })
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), BoxError> {
+    let registry = Arc::new(Registry::new());
+    registry.add(Deployment::builder("chat", "openai/gpt-4o-mini").weight(3.0).build()?)?;
+    registry.add(Deployment::builder("chat", "vllm/llama-3.1-8b").api_base("http://10.0.0.7:8000").weight(1.0).build()?)?;
+    let store = Arc::new(StateStore::memory());
+
+    let audit = AuditLayer::default();
+    let stack = ServiceBuilder::new()
+        .layer(SelectLayer::new(registry.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1))
+        .layer(audit.clone())
+        .service(EchoProvider);
+
+    for _ in 0..8 {
+        let mut req = http::Request::new(Bytes::from_static(br#"{"model":"chat"}"#));
+        req.extensions_mut().insert(RouteCtx::new("chat"));
+        let resp = stack.clone().oneshot(req).await?;
+        let served = resp.extensions().get::<Served>().cloned();
+        let text = resp.into_body().collect().await?.to_bytes();
+        println!("  {} (served by {:?})", String::from_utf8_lossy(&text), served.map(|s| s.deployment));
+    }
+    println!("{} attempts audited", audit.attempts.load(Ordering::Relaxed));
+    Ok(())
+}

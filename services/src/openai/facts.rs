@@ -1,0 +1,210 @@
+//! [`facts_from_json`]: the routing facts of an OpenAI request body, read once at the edge.
+
+use serde::{
+    Deserialize,
+    de::{IgnoredAny, Unexpected},
+};
+use serde_json::{Value, error::Category};
+use switchyard_layers::{RequestFacts, RouteError, RouteErrorKind, ctx::Endpoint};
+
+/// Request parameters that, when present and not `null`, the serving deployment must support;
+/// [`facts_from_json`] lists the ones a request uses in [`RequestFacts::required_params`].
+pub const REQUIRED_PARAM_NAMES: [&str; 2] = ["response_format", "tools"];
+
+/// What routing reads from a body; everything else is skipped without being built.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default)]
+    model: Option<Value>,
+    #[serde(default)]
+    stream: Option<Value>,
+    #[serde(default)]
+    tags: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Metadata>,
+    #[serde(default)]
+    allowed_model_region: Option<Value>,
+    #[serde(default)]
+    response_format: Option<IgnoredAny>,
+    #[serde(default)]
+    tools: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    tags: Option<Value>,
+    #[serde(default)]
+    session_id: Option<Value>,
+}
+
+/// Reads the model and the [`RequestFacts`] of an OpenAI-style JSON request body.
+///
+/// - `model`: required, a non-empty string;
+/// - `stream`: a boolean (ignored for embeddings);
+/// - tags: `metadata.tags`, else top-level `tags`; a list of strings or one comma-separated string;
+/// - `allowed_model_region`: a string;
+/// - `metadata.session_id`: a string or a number;
+/// - required parameters: each of [`REQUIRED_PARAM_NAMES`] present and not `null`.
+///
+/// The input-token count is left empty: it is counted lazily by the first layer that needs it.
+/// Anything malformed is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
+///
+/// ```
+/// use switchyard_layers::ctx::Endpoint;
+/// use switchyard_services::openai::facts_from_json;
+///
+/// let body = br#"{"model":"gpt-4o","stream":true,"messages":[],
+///     "metadata":{"tags":["eu"],"session_id":"s1"},"tools":[{"type":"function"}]}"#;
+/// let (model, facts) = facts_from_json(body, Endpoint::Chat)?;
+/// assert_eq!(model, "gpt-4o");
+/// assert!(facts.stream);
+/// assert_eq!(facts.tags, ["eu"]);
+/// assert_eq!(facts.session.as_deref(), Some("s1"));
+/// assert_eq!(facts.required_params, ["tools"]);
+/// # Ok::<(), switchyard_layers::RouteError>(())
+/// ```
+pub fn facts_from_json(body: &[u8], endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
+    let not_json = |e: serde_json::Error| invalid(format!("request body is not valid JSON: {e}"));
+    // serde reads a struct from an array too; a request is an object.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        serde_json::from_slice::<IgnoredAny>(body).map_err(not_json)?;
+        return Err(invalid("request body must be a JSON object"));
+    }
+    let probe: Probe = serde_json::from_slice(body).map_err(|e| match e.classify() {
+        Category::Data => invalid(format!("invalid request body: {e}")),
+        Category::Io | Category::Syntax | Category::Eof => not_json(e),
+    })?;
+    let model = match probe.model {
+        Some(Value::String(m)) if !m.trim().is_empty() => m,
+        Some(Value::String(_)) => return Err(invalid("`model` is empty")),
+        None | Some(Value::Null) => return Err(invalid("request has no `model`")),
+        Some(other) => return Err(invalid(format!("`model` must be a string, got {}", kind_of(&other)))),
+    };
+    let stream = match probe.stream {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(other) => return Err(invalid(format!("`stream` must be a boolean, got {}", kind_of(&other)))),
+    };
+    let (meta_tags, session) = match probe.metadata {
+        Some(m) => (m.tags, m.session_id),
+        None => (None, None),
+    };
+    let tags = match meta_tags.filter(|t| !t.is_null()) {
+        Some(t) => read_tags(t, "metadata.tags")?,
+        None => match probe.tags {
+            Some(t) => read_tags(t, "tags")?,
+            None => Vec::new(),
+        },
+    };
+    let region = match probe.allowed_model_region {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) => Some(r),
+        Some(other) => {
+            return Err(invalid(format!("`allowed_model_region` must be a string, got {}", kind_of(&other))));
+        }
+    };
+    let session = match session {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(other) => {
+            return Err(invalid(format!("`metadata.session_id` must be a string, got {}", kind_of(&other))));
+        }
+    };
+
+    let mut facts = RequestFacts::new()
+        .endpoint(endpoint)
+        .streaming(stream && endpoint != Endpoint::Embedding)
+        .tags(tags)
+        .region(region)
+        .session(session);
+    let present = [probe.response_format.is_some(), probe.tools.is_some()];
+    facts.required_params =
+        REQUIRED_PARAM_NAMES.iter().zip(present).filter(|(_, p)| *p).map(|(n, _)| (*n).to_owned()).collect();
+    Ok((model, facts))
+}
+
+fn read_tags(value: Value, field: &str) -> Result<Vec<String>, RouteError> {
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::String(s) => Ok(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()),
+        Value::Array(items) => items
+            .into_iter()
+            .map(|t| match t {
+                Value::String(s) => Ok(s),
+                other => Err(invalid(format!("`{field}` must hold strings, got {}", kind_of(&other)))),
+            })
+            .collect(),
+        other => Err(invalid(format!("`{field}` must be a list of strings, got {}", kind_of(&other)))),
+    }
+}
+
+/// The JSON type of `v`, in serde's words (`a string`, `an integer`...).
+fn kind_of(v: &Value) -> String {
+    let unexpected = match v {
+        Value::Null => Unexpected::Unit,
+        Value::Bool(b) => Unexpected::Bool(*b),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => Unexpected::Unsigned(u),
+            (None, Some(i), _) => Unexpected::Signed(i),
+            (None, None, Some(f)) => Unexpected::Float(f),
+            (None, None, None) => Unexpected::Other("a number"),
+        },
+        Value::String(s) => Unexpected::Str(s),
+        Value::Array(_) => Unexpected::Seq,
+        Value::Object(_) => Unexpected::Map,
+    };
+    unexpected.to_string()
+}
+
+fn invalid(message: impl Into<String>) -> RouteError {
+    RouteError::new(RouteErrorKind::InvalidRequest, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(body: &[u8]) -> String {
+        let e = facts_from_json(body, Endpoint::Chat).expect_err("must be refused");
+        assert_eq!(e.kind(), RouteErrorKind::InvalidRequest);
+        e.to_string()
+    }
+
+    #[test]
+    fn malformed_bodies_name_the_problem() {
+        assert!(err(b"not json").contains("not valid JSON"));
+        assert!(err(b"").contains("not valid JSON"));
+        assert!(err(b" [1,2]").contains("must be a JSON object"));
+        assert!(err(br#"{"model":"m","metadata":"x"}"#).contains("invalid request body"));
+        assert!(err(br#"{"messages":[]}"#).contains("no `model`"));
+        assert!(err(br#"{"model":""}"#).contains("`model` is empty"));
+        assert!(err(br#"{"model":4}"#).contains("`model` must be a string, got integer `4`"));
+        assert!(err(br#"{"model":"m","stream":"yes"}"#).contains("`stream` must be a boolean"));
+        assert!(err(br#"{"model":"m","tags":[1]}"#).contains("`tags` must hold strings"));
+    }
+
+    #[test]
+    fn top_level_tags_and_region_are_read() {
+        let body = br#"{"model":"m","tags":"a, b,,","allowed_model_region":"eu","response_format":{"type":"json_object"},"tools":null}"#;
+        let (_, facts) = facts_from_json(body, Endpoint::Chat).expect("valid");
+        assert_eq!(facts.tags, ["a", "b"]);
+        assert_eq!(facts.region.as_deref(), Some("eu"));
+        assert_eq!(facts.required_params, ["response_format"]);
+        assert!(!facts.stream);
+        assert!(facts.input_tokens.get().is_none());
+    }
+
+    #[test]
+    fn metadata_tags_win_and_embeddings_never_stream() {
+        let body =
+            br#"{"model":"e","input":"x","stream":true,"tags":["top"],"metadata":{"tags":["meta"],"session_id":42}}"#;
+        let (model, facts) = facts_from_json(body, Endpoint::Embedding).expect("valid");
+        assert_eq!(model, "e");
+        assert_eq!(facts.endpoint, Endpoint::Embedding);
+        assert!(!facts.stream);
+        assert_eq!(facts.tags, ["meta"]);
+        assert_eq!(facts.session.as_deref(), Some("42"));
+    }
+}

@@ -1,0 +1,288 @@
+//! From the serde shapes to typed values: numbers with their range checks, the ignored-key
+//! warnings, and `model_list` entries to [`Deployment`]s.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use switchyard_layers::{ApiKey, Deployment, deployment::Capabilities};
+
+use super::{
+    ConfigError,
+    raw::{Extra, Flag, Num, RawModel, RawModelInfo},
+};
+
+/// The ignored keys, one warning each.
+#[derive(Debug, Default)]
+pub(crate) struct Warnings {
+    seen: BTreeSet<String>,
+    pub(crate) list: Vec<String>,
+}
+
+impl Warnings {
+    /// Records one warning per `key`; `key` is the path with list indexes removed, so a key
+    /// repeated in every `model_list` entry warns once.
+    pub(crate) fn once(&mut self, key: String, message: String) {
+        if self.seen.insert(key) {
+            self.list.push(message);
+        }
+    }
+
+    /// `path` is not read by Switchyard.
+    pub(crate) fn ignored(&mut self, key: String, path: &str, why: &str) {
+        self.once(key, format!("`{path}` is ignored: {why}"));
+    }
+
+    /// Every key of `extra`, under `section`.
+    pub(crate) fn ignored_keys(&mut self, section: &str, extra: &Extra, why: &str) {
+        for key in extra.keys() {
+            let path = if section.is_empty() { key.clone() } else { format!("{section}.{key}") };
+            self.ignored(path.clone(), &path, why);
+        }
+    }
+}
+
+/// Why a key is ignored, when Switchyard has no use for it.
+pub(crate) const NOT_SUPPORTED: &str = "not supported by Switchyard";
+
+// ---- numbers -------------------------------------------------------------------------------
+
+fn whole(n: Num, path: &str, max: u64) -> Result<u64, ConfigError> {
+    if n.is_negative() {
+        return Err(ConfigError::invalid(path, format!("must be >= 0, got {n}")));
+    }
+    let too_large = || ConfigError::invalid(path, format!("must be at most {max}, got {n}"));
+    match n {
+        Num::Int(i) => u64::try_from(i).ok().filter(|v| *v <= max).ok_or_else(too_large),
+        Num::Float(x) if x.fract() != 0.0 => {
+            Err(ConfigError::invalid(path, format!("must be a whole number, got {n}")))
+        }
+        // `max as f64` rounds up for u64::MAX; the exclusive bound keeps the cast exact.
+        Num::Float(x) if x >= max as f64 && max == u64::MAX => Err(too_large()),
+        Num::Float(x) if x > max as f64 => Err(too_large()),
+        Num::Float(x) => Ok(x as u64),
+    }
+}
+
+/// A count or limit that fits `u64`.
+pub(crate) fn to_u64(n: Num, path: &str) -> Result<u64, ConfigError> {
+    whole(n, path, u64::MAX)
+}
+
+/// A count or limit that fits `u32`.
+pub(crate) fn to_u32(n: Num, path: &str) -> Result<u32, ConfigError> {
+    // Cannot fail: `whole` bounds it by u32::MAX.
+    whole(n, path, u32::MAX.into()).map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// A finite number >= 0 (weights, prices).
+pub(crate) fn to_f64(n: Num, path: &str) -> Result<f64, ConfigError> {
+    if n.is_negative() {
+        return Err(ConfigError::invalid(path, format!("must be >= 0, got {n}")));
+    }
+    Ok(n.as_f64())
+}
+
+/// Seconds >= 0.
+pub(crate) fn to_secs(n: Num, path: &str) -> Result<Duration, ConfigError> {
+    let secs = to_f64(n, path)?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| ConfigError::invalid(path, format!("must be a number of seconds that fits, got {n}")))
+}
+
+/// Seconds > 0 (timeouts: a zero timeout would fail every attempt).
+pub(crate) fn to_timeout(n: Num, path: &str) -> Result<Duration, ConfigError> {
+    let d = to_secs(n, path)?;
+    if d.is_zero() {
+        return Err(ConfigError::invalid(path, format!("must be > 0 seconds, got {n}")));
+    }
+    Ok(d)
+}
+
+/// Applies `f` to `value` when set, naming `path` in its errors.
+pub(crate) fn opt<T>(
+    value: Option<Num>,
+    path: impl FnOnce() -> String,
+    f: impl FnOnce(Num, &str) -> Result<T, ConfigError>,
+) -> Result<Option<T>, ConfigError> {
+    value.map(|n| f(n, &path())).transpose()
+}
+
+// ---- model_list ----------------------------------------------------------------------------
+
+/// `litellm_params` keys LiteLLM consumes itself that have no meaning for a provider call here;
+/// they are dropped with a warning rather than sent upstream as parameters.
+const DROPPED_PARAMS: [(&str, &str); 3] = [
+    ("max_budget", "deployment budgets are not supported yet"),
+    ("budget_duration", "deployment budgets are not supported yet"),
+    ("max_retries", "provider SDK retries are not used; retries are `num_retries`"),
+];
+
+/// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
+/// health checks); Switchyard accepts them without a warning and does not route on them.
+const METADATA: [&str; 14] = [
+    "base_model",
+    "mode",
+    "description",
+    "tier",
+    "team_id",
+    "team_public_model_name",
+    "access_groups",
+    "litellm_provider",
+    "max_tokens",
+    "db_model",
+    "created_at",
+    "created_by",
+    "updated_at",
+    "updated_by",
+];
+
+/// Converts `model_list[index]`.
+pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Result<Deployment, ConfigError> {
+    let base = format!("model_list[{index}]");
+    let at = |key: &str| format!("{base}.{key}");
+    let lp = |key: &str| format!("{base}.litellm_params.{key}");
+
+    let group = raw.model_name.ok_or_else(|| ConfigError::invalid(at("model_name"), "is required"))?;
+    if group.trim().is_empty() {
+        return Err(ConfigError::invalid(at("model_name"), "must not be empty"));
+    }
+    let p = raw
+        .litellm_params
+        .ok_or_else(|| ConfigError::invalid(at("litellm_params"), "is required (it names the provider `model`)"))?;
+    let model = p
+        .model
+        .ok_or_else(|| ConfigError::invalid(lp("model"), "is required (the provider model, e.g. `openai/gpt-4o`)"))?;
+    if model.trim().is_empty() {
+        return Err(ConfigError::invalid(lp("model"), "must not be empty"));
+    }
+    for key in raw.extra.keys() {
+        w.ignored(format!("model_list[].{key}"), &at(key), NOT_SUPPORTED);
+    }
+
+    let mut b = Deployment::builder(group.as_str(), model);
+    if let Some(v) = p.api_key {
+        b = b.api_key(ApiKey::new(v));
+    }
+    if let Some(v) = p.api_base {
+        b = b.api_base(v);
+    }
+    if let Some(v) = p.api_version {
+        b = b.api_version(v);
+    }
+    // `rpm`/`tpm` at the entry's top level are copied into `litellm_params` (LiteLLM does the
+    // same); `litellm_params` wins when both are set.
+    let (rpm, rpm_path) = match p.rpm {
+        Some(n) => (Some(n), lp("rpm")),
+        None => (raw.rpm, at("rpm")),
+    };
+    let (tpm, tpm_path) = match p.tpm {
+        Some(n) => (Some(n), lp("tpm")),
+        None => (raw.tpm, at("tpm")),
+    };
+    if let Some(v) = opt(rpm, || rpm_path, to_u64)? {
+        b = b.rpm(v);
+    }
+    if let Some(v) = opt(tpm, || tpm_path, to_u64)? {
+        b = b.tpm(v);
+    }
+    if let Some(v) = opt(p.weight, || lp("weight"), to_f64)? {
+        b = b.weight(v);
+    }
+    if let Some(v) = opt(p.order, || lp("order"), to_u32)? {
+        b = b.order(v);
+    }
+    if let Some(tags) = p.tags {
+        b = b.tags(tags);
+    }
+    match (p.region, p.region_name) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(ConfigError::invalid(
+                lp("region_name"),
+                format!("`{b}` differs from `region` (`{a}`); set one of them"),
+            ));
+        }
+        (Some(r), _) | (None, Some(r)) => b = b.region(r),
+        (None, None) => {}
+    }
+    if let Some(v) = opt(p.max_parallel_requests, || lp("max_parallel_requests"), to_u32)? {
+        b = b.max_parallel_requests(v);
+    }
+    let (timeout, timeout_key) = match p.timeout {
+        Some(n) => (Some(n), "timeout"),
+        None => (p.request_timeout, "request_timeout"),
+    };
+    if let Some(v) = opt(timeout, || lp(timeout_key), to_timeout)? {
+        b = b.timeout(v);
+    }
+    if let Some(v) = opt(p.stream_timeout, || lp("stream_timeout"), to_timeout)? {
+        b = b.stream_timeout(v);
+    }
+    if let Some(v) = opt(p.cooldown_time, || lp("cooldown_time"), to_secs)? {
+        b = b.cooldown_time(v);
+    }
+    if let Some(v) = opt(p.num_retries, || lp("num_retries"), to_u32)? {
+        b = b.num_retries(v);
+    }
+    let info = raw.model_info.unwrap_or_default();
+    let mi = |key: &str| format!("{base}.model_info.{key}");
+    // Prices in `litellm_params` win over `model_info` (where LiteLLM's cost tracking reads them).
+    let (input_cost, input_path) = match p.input_cost_per_token {
+        Some(n) => (Some(n), lp("input_cost_per_token")),
+        None => (info.input_cost_per_token, mi("input_cost_per_token")),
+    };
+    let (output_cost, output_path) = match p.output_cost_per_token {
+        Some(n) => (Some(n), lp("output_cost_per_token")),
+        None => (info.output_cost_per_token, mi("output_cost_per_token")),
+    };
+    if let Some(v) = opt(input_cost, || input_path, to_f64)? {
+        b = b.input_cost_per_token(v);
+    }
+    if let Some(v) = opt(output_cost, || output_path, to_f64)? {
+        b = b.output_cost_per_token(v);
+    }
+    for (key, value) in p.extra {
+        if let Some((_, why)) = DROPPED_PARAMS.iter().find(|(k, _)| *k == key) {
+            w.ignored(format!("model_list[].litellm_params.{key}"), &lp(&key), why);
+        } else if !value.is_null() {
+            b = b.param(key, value);
+        }
+    }
+    b = model_info(b, info, &base, w)?;
+    b.build().map_err(|e| ConfigError::invalid(base, e.to_string()))
+}
+
+fn model_info(
+    mut b: switchyard_layers::DeploymentBuilder,
+    info: RawModelInfo,
+    base: &str,
+    w: &mut Warnings,
+) -> Result<switchyard_layers::DeploymentBuilder, ConfigError> {
+    let mi = |key: &str| format!("{base}.model_info.{key}");
+    // An empty id is no id, as in LiteLLM: the id is derived.
+    if let Some(id) = info.id.map(|id| id.into_string()).filter(|id| !id.is_empty()) {
+        b = b.id(id);
+    }
+    if let Some(v) = opt(info.max_input_tokens, || mi("max_input_tokens"), to_u32)? {
+        b = b.max_input_tokens(v);
+    }
+    if let Some(v) = opt(info.max_output_tokens, || mi("max_output_tokens"), to_u32)? {
+        b = b.max_output_tokens(v);
+    }
+    if let Some(v) = info.blocked {
+        b = b.blocked(v.0);
+    }
+    let mut caps = Capabilities::default();
+    for (key, value) in info.extra {
+        if key.starts_with("supports_") {
+            if value.is_null() {
+                continue;
+            }
+            let flag = Flag::parse(&value).ok_or_else(|| ConfigError::type_error(mi(&key), "must be true or false"))?;
+            if !caps.set(&key, flag) {
+                w.ignored(format!("model_list[].model_info.{key}"), &mi(&key), "not a capability Switchyard knows");
+            }
+        } else if !METADATA.contains(&key.as_str()) {
+            w.ignored(format!("model_list[].model_info.{key}"), &mi(&key), NOT_SUPPORTED);
+        }
+    }
+    Ok(b.capabilities(caps))
+}

@@ -1,0 +1,321 @@
+//! The LiteLLM proxy config reader: a `config.yaml` written for LiteLLM loads into a typed
+//! [`Config`] that [`Router::from_config`](crate::Router::from_config) builds the stack from.
+//!
+//! The supported keys, their defaults, `os.environ/NAME` references, the keys that are ignored
+//! with a warning and the validation rules are listed in `docs/config.md`. In short:
+//! `model_list` becomes [`Config::deployments`] (config order, stable ids), `router_settings`
+//! and the routing keys of `litellm_settings` become the strategy, fallback tables, aliases and
+//! [`RouterSettings`] (`router_settings` wins when both set a key), and
+//! `general_settings.master_key` becomes [`Config::master_key`]. Every error names the path
+//! of the offending key.
+//!
+//! ```
+//! use switchyard::config::Config;
+//!
+//! let config = Config::from_yaml_str_with_env(
+//!     r#"
+//! model_list:
+//!   - model_name: gpt-4o
+//!     litellm_params: { model: azure/gpt-4o-eu, api_key: os.environ/AZURE_KEY, rpm: 600 }
+//!   - model_name: gpt-4o-mini
+//!     litellm_params: { model: openai/gpt-4o-mini }
+//! router_settings:
+//!   routing_strategy: least-busy
+//!   fallbacks: [{ gpt-4o: [gpt-4o-mini] }]
+//! "#,
+//!     &|name| (name == "AZURE_KEY").then(|| "sk-test".to_owned()),
+//! )?;
+//! assert_eq!(config.deployments.len(), 2);
+//! assert_eq!(config.deployments[0].rpm, Some(600));
+//! assert_eq!(config.fallbacks.general_for("gpt-4o"), ["gpt-4o-mini".to_owned()]);
+//! # Ok::<(), switchyard::config::ConfigError>(())
+//! ```
+
+mod convert;
+mod env;
+mod error;
+mod raw;
+mod settings;
+mod validate;
+
+use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
+
+use switchyard_layers::{
+    ApiKey, Deployment,
+    fallback::FallbackTables,
+    select::{RoutingGroups, RoutingStrategy, StrategyArgs},
+    state::LatencyConfig,
+};
+
+pub use error::{ConfigError, ConfigErrorKind};
+
+/// A router configuration, read from a LiteLLM proxy config or built in code.
+///
+/// `Debug` never shows a credential: API keys, the master key, the Redis password and
+/// credential-like provider parameters are masked.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The deployments, in `model_list` order. Ids come from `model_info.id`, else are derived
+    /// from the group and the provider parameters
+    /// ([`DeploymentBuilder::build`](switchyard_layers::DeploymentBuilder::build)).
+    pub deployments: Vec<Deployment>,
+    /// `model_group_alias`: other names for model groups.
+    pub aliases: Vec<Alias>,
+    /// `routing_strategy` (default `simple-shuffle`).
+    pub routing_strategy: RoutingStrategy,
+    /// `routing_strategy_args.lowest_latency_buffer`.
+    pub strategy_args: StrategyArgs,
+    /// `routing_strategy_args.ttl` (seconds) and `max_latency_list_size`.
+    pub latency: LatencyConfig,
+    /// `routing_groups`: a strategy per set of model groups.
+    pub routing_groups: RoutingGroups,
+    /// `fallbacks`, `context_window_fallbacks`, `content_policy_fallbacks`,
+    /// `default_fallbacks` (and a `*` entry of `fallbacks`), `max_fallbacks` (default 5).
+    pub fallbacks: FallbackTables,
+    /// Retries, timeouts, cooldowns, pre-call checks and Redis.
+    pub settings: RouterSettings,
+    /// `general_settings.master_key`: the key gateway clients present.
+    pub master_key: Option<ApiKey>,
+    /// One entry per key that was ignored (also logged once with `tracing::warn!` at load).
+    pub warnings: Vec<String>,
+    /// `router_settings.seed` (not a LiteLLM key): seeds every random pick, for reproducible
+    /// routing in tests and demos.
+    pub seed: Option<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut fallbacks = FallbackTables::default();
+        fallbacks.max_fallbacks = FallbackTables::DEFAULT_MAX_FALLBACKS;
+        Self {
+            deployments: Vec::new(),
+            aliases: Vec::new(),
+            routing_strategy: RoutingStrategy::default(),
+            strategy_args: StrategyArgs::default(),
+            latency: LatencyConfig::default(),
+            routing_groups: RoutingGroups::default(),
+            fallbacks,
+            settings: RouterSettings::default(),
+            master_key: None,
+            warnings: Vec::new(),
+            seed: None,
+        }
+    }
+}
+
+/// Another name for a model group (`model_group_alias`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Alias {
+    /// The name callers use.
+    pub alias: String,
+    /// The model group it stands for.
+    pub target: String,
+    /// A hidden alias resolves but is not listed.
+    pub hidden: bool,
+}
+
+impl Alias {
+    /// `alias` stands for the model group `target`.
+    pub fn new(alias: impl Into<String>, target: impl Into<String>, hidden: bool) -> Self {
+        Self { alias: alias.into(), target: target.into(), hidden }
+    }
+}
+
+/// Router-wide settings; the defaults are LiteLLM's.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct RouterSettings {
+    /// Retries within a group after a failed attempt (default 2).
+    pub num_retries: u32,
+    /// Per-attempt timeout (`router_settings.timeout`, `litellm_settings.request_timeout`);
+    /// `None` when not set.
+    pub timeout: Option<Duration>,
+    /// Per-attempt timeout for streaming requests; `None` when not set.
+    pub stream_timeout: Option<Duration>,
+    /// Minimum backoff before a retry (default 0).
+    pub retry_after: Duration,
+    /// Failures per minute before a deployment is cooled down; `None` when not set, which
+    /// selects LiteLLM's rate-based rule.
+    pub allowed_fails: Option<u32>,
+    /// `allowed_fails` per error class, by LiteLLM field name (`RateLimitErrorAllowedFails`,
+    /// ...; see [`RouterSettings::ALLOWED_FAILS_POLICY_FIELDS`]).
+    pub allowed_fails_policy: Option<BTreeMap<String, u32>>,
+    /// `num_retries` per error class, by LiteLLM field name (`RateLimitErrorRetries`, ...; see
+    /// [`RouterSettings::RETRY_POLICY_FIELDS`]).
+    pub retry_policy: Option<BTreeMap<String, u32>>,
+    /// How long a deployment is benched (default 5 s; `0` is kept as zero).
+    pub cooldown_time: Duration,
+    /// Never cool deployments down.
+    pub disable_cooldowns: bool,
+    /// Check context windows, order tiers and limits before each attempt.
+    pub enable_pre_call_checks: bool,
+    /// Route by request tags.
+    pub enable_tag_filtering: bool,
+    /// Parallel-request limit for deployments that set none.
+    pub default_max_parallel_requests: Option<u32>,
+    /// Shared-state backend (stored for a later release).
+    pub redis: Option<RedisSettings>,
+}
+
+impl RouterSettings {
+    /// Default `num_retries` (LiteLLM uses the OpenAI SDK's default, 2).
+    pub const DEFAULT_NUM_RETRIES: u32 = 2;
+    /// Default `cooldown_time` (LiteLLM's `DEFAULT_COOLDOWN_TIME_SECONDS`).
+    pub const DEFAULT_COOLDOWN_TIME: Duration = Duration::from_secs(5);
+    /// The field names `retry_policy` accepts.
+    pub const RETRY_POLICY_FIELDS: [&'static str; 6] = [
+        "BadRequestErrorRetries",
+        "AuthenticationErrorRetries",
+        "TimeoutErrorRetries",
+        "RateLimitErrorRetries",
+        "ContentPolicyViolationErrorRetries",
+        "InternalServerErrorRetries",
+    ];
+    /// The field names `allowed_fails_policy` accepts.
+    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 6] = [
+        "BadRequestErrorAllowedFails",
+        "AuthenticationErrorAllowedFails",
+        "TimeoutErrorAllowedFails",
+        "RateLimitErrorAllowedFails",
+        "ContentPolicyViolationErrorAllowedFails",
+        "InternalServerErrorAllowedFails",
+    ];
+}
+
+impl Default for RouterSettings {
+    fn default() -> Self {
+        Self {
+            num_retries: Self::DEFAULT_NUM_RETRIES,
+            timeout: None,
+            stream_timeout: None,
+            retry_after: Duration::ZERO,
+            allowed_fails: None,
+            allowed_fails_policy: None,
+            retry_policy: None,
+            cooldown_time: Self::DEFAULT_COOLDOWN_TIME,
+            disable_cooldowns: false,
+            enable_pre_call_checks: false,
+            enable_tag_filtering: false,
+            default_max_parallel_requests: None,
+            redis: None,
+        }
+    }
+}
+
+/// Where shared state lives (`redis_url`, or `redis_host` / `redis_port` / `redis_password`).
+/// `Debug` masks the password, also inside the URL.
+#[derive(Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RedisSettings {
+    /// `redis_url`, e.g. `redis://:secret@cache:6379/0`.
+    pub url: Option<String>,
+    /// `redis_host`.
+    pub host: Option<String>,
+    /// `redis_port`.
+    pub port: Option<u16>,
+    /// `redis_password`.
+    pub password: Option<ApiKey>,
+}
+
+impl fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("url", &self.url.as_deref().map(mask_url_credentials))
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("password", &self.password)
+            .finish()
+    }
+}
+
+/// `redis://user:pass@host` -> `redis://***@host`.
+fn mask_url_credentials(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) if scheme.is_empty() => format!("***{}", &rest[at..]),
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+impl Config {
+    /// Reads a LiteLLM proxy config; `os.environ/NAME` references resolve from the process
+    /// environment.
+    pub fn from_yaml_str(yaml: &str) -> Result<Config, ConfigError> {
+        Self::from_yaml_str_with_env(yaml, &|name| std::env::var(name).ok())
+    }
+
+    /// Reads a LiteLLM proxy config; `os.environ/NAME` references resolve through `env`
+    /// (after the config's own `environment_variables`).
+    pub fn from_yaml_str_with_env(yaml: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let (config, warnings) = settings::load(yaml, env)?;
+        for warning in &warnings {
+            tracing::warn!(target: "switchyard::config", "{warning}");
+        }
+        Ok(Config { warnings, ..config })
+    }
+
+    /// Reads the LiteLLM proxy config file at `path`; `os.environ/NAME` references resolve
+    /// from the process environment.
+    pub fn from_path(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let yaml = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::new(ConfigErrorKind::Io, "", format!("cannot read `{}`: {e}", path.display())).with_source(e)
+        })?;
+        Self::from_yaml_str(&yaml)
+    }
+
+    /// The checks that also apply to a config built in code: unique deployment ids, alias
+    /// targets that are model groups, fallback tables that name known groups (a model group,
+    /// an alias, or a name a wildcard `model_name` matches; `*` as a key), strategy arguments
+    /// and policy field names in range. Loading runs them too, naming YAML paths; here paths
+    /// name [`Config`] fields (`deployments[3]`, `fallbacks.general.gpt-4o[1]`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate::validate(self, &validate::Sources::default())
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let deployments: Vec<Deployment> = self.deployments.iter().map(validate::masked).collect();
+        f.debug_struct("Config")
+            .field("deployments", &deployments)
+            .field("aliases", &self.aliases)
+            .field("routing_strategy", &self.routing_strategy)
+            .field("strategy_args", &self.strategy_args)
+            .field("latency", &self.latency)
+            .field("routing_groups", &self.routing_groups)
+            .field("fallbacks", &self.fallbacks)
+            .field("settings", &self.settings)
+            .field("master_key", &self.master_key)
+            .field("warnings", &self.warnings)
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_url_credentials_are_masked() {
+        assert_eq!(mask_url_credentials("redis://:hunter2@cache:6379/0"), "redis://***@cache:6379/0");
+        assert_eq!(mask_url_credentials("rediss://u:p@h/0?x=@"), "rediss://***@h/0?x=@");
+        assert_eq!(mask_url_credentials("redis://cache:6379"), "redis://cache:6379");
+        assert_eq!(mask_url_credentials("u:p@h"), "***@h");
+    }
+
+    #[test]
+    fn defaults_are_litellm_defaults() {
+        let c = Config::default();
+        assert_eq!(c.fallbacks.max_fallbacks, 5);
+        assert_eq!(c.settings.num_retries, 2);
+        assert_eq!(c.settings.cooldown_time, Duration::from_secs(5));
+        assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
+        assert!(c.validate().is_ok());
+    }
+}

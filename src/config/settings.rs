@@ -1,0 +1,379 @@
+//! The load pipeline (YAML -> JSON value -> `os.environ/` -> serde shapes -> typed [`Config`]
+//! -> validation) and the conversion of the settings sections.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+use switchyard_layers::{
+    ApiKey,
+    select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
+};
+
+use super::{
+    Alias, Config, ConfigError, ConfigErrorKind, RedisSettings, RouterSettings,
+    convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_secs, to_timeout, to_u32, to_u64},
+    env::Env,
+    raw::{Flag, Num, RawConfig, RawGeneralSettings, RawLitellmSettings, RawRouterSettings, RawStrategyArgs},
+    validate::{self, Node, Sources, Table},
+};
+
+/// Reads, converts and validates a document; returns the config and its warnings.
+pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Config, Vec<String>), ConfigError> {
+    // YAML 1.2 booleans: `no`, `on`, `y` stay strings (a group may be named so); boolean keys
+    // accept those words themselves (`raw::Flag`).
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let mut doc: Value = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
+        let message = e.without_snippet().to_string();
+        let message = message.strip_prefix("error: ").unwrap_or(&message).to_owned();
+        ConfigError::new(ConfigErrorKind::Yaml, "", message)
+    })?;
+    match doc {
+        Value::Null => doc = Value::Object(serde_json::Map::new()),
+        Value::Object(_) => {}
+        _ => return Err(ConfigError::type_error("", "a config must be a mapping of sections (`model_list`, ...)")),
+    }
+    Env::new(&doc, lookup)?.resolve(&mut doc)?;
+    let raw: RawConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        ConfigError::type_error(path, e.inner().to_string())
+    })?;
+
+    let mut w = Warnings::default();
+    let mut config = Config::default();
+    let mut sources = Sources::from_yaml();
+    w.ignored_keys("", &raw.extra, NOT_SUPPORTED);
+    for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
+        config.deployments.push(deployment(i, model, &mut w)?);
+    }
+    let router = raw.router_settings.unwrap_or_default();
+    let litellm = raw.litellm_settings.unwrap_or_default();
+    shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
+    router_only(&mut config, router, &mut w)?;
+    w.ignored_keys("litellm_settings", &litellm.extra, NOT_SUPPORTED);
+    general(&mut config, raw.general_settings.unwrap_or_default(), &mut w)?;
+    validate::validate(&config, &sources)?;
+    Ok((config, w.list))
+}
+
+/// One key set in `router_settings` or `litellm_settings`: the winner and its path.
+fn pick<T>(key: &str, ls_key: &str, rs: Option<T>, ls: Option<T>, w: &mut Warnings) -> Option<(T, String)> {
+    match (rs, ls) {
+        (Some(r), l) => {
+            if l.is_some() {
+                let path = format!("litellm_settings.{ls_key}");
+                w.once(path.clone(), format!("`{path}` is ignored: `router_settings.{key}` is set and wins"));
+            }
+            Some((r, format!("router_settings.{key}")))
+        }
+        (None, Some(l)) => Some((l, format!("litellm_settings.{ls_key}"))),
+        (None, None) => None,
+    }
+}
+
+fn num(key: &str, ls_key: &str, rs: Option<Num>, ls: Option<Num>, w: &mut Warnings) -> (Option<Num>, String) {
+    match pick(key, ls_key, rs, ls, w) {
+        Some((n, path)) => (Some(n), path),
+        None => (None, String::new()),
+    }
+}
+
+/// The keys both sections carry.
+fn shared(
+    c: &mut Config,
+    sources: &mut Sources,
+    rs: &RawRouterSettings,
+    ls: &RawLitellmSettings,
+    w: &mut Warnings,
+) -> Result<(), ConfigError> {
+    let s = &mut c.settings;
+    let (n, path) = num("num_retries", "num_retries", rs.num_retries, ls.num_retries, w);
+    if let Some(v) = opt(n, || path, to_u32)? {
+        s.num_retries = v;
+    }
+    let (n, path) = num("timeout", "request_timeout", rs.timeout, ls.request_timeout, w);
+    s.timeout = opt(n, || path, to_timeout)?;
+    let (n, path) = num("allowed_fails", "allowed_fails", rs.allowed_fails, ls.allowed_fails, w);
+    s.allowed_fails = opt(n, || path, to_u32)?;
+    let (n, path) = num("cooldown_time", "cooldown_time", rs.cooldown_time, ls.cooldown_time, w);
+    if let Some(v) = opt(n, || path, to_secs)? {
+        s.cooldown_time = v;
+    }
+    let (n, path) = num("max_fallbacks", "max_fallbacks", rs.max_fallbacks, ls.max_fallbacks, w);
+    if let Some(v) = opt(n, || path, to_u32)? {
+        c.fallbacks.max_fallbacks = v;
+    }
+
+    let tables = [
+        ("fallbacks", Table::General, &rs.fallbacks, &ls.fallbacks),
+        ("context_window_fallbacks", Table::ContextWindow, &rs.context_window_fallbacks, &ls.context_window_fallbacks),
+        ("content_policy_fallbacks", Table::ContentPolicy, &rs.content_policy_fallbacks, &ls.content_policy_fallbacks),
+    ];
+    for (key, table, r, l) in tables {
+        if let Some((value, path)) = pick(key, key, r.as_ref(), l.as_ref(), w) {
+            fallback_table(c, sources, table, value, &path, w)?;
+        }
+    }
+    if let Some((value, path)) =
+        pick("default_fallbacks", "default_fallbacks", rs.default_fallbacks.as_ref(), ls.default_fallbacks.as_ref(), w)
+    {
+        let (groups, list) = group_list(value, &path)?;
+        if sources.default_fallbacks.is_some() {
+            w.once(path.clone(), format!("`{path}` is ignored: `fallbacks` has a `*` entry, which is tried first"));
+        } else {
+            c.fallbacks.default = groups;
+            sources.default_fallbacks = Some(Node { entry: path.clone(), value: path, list });
+        }
+    }
+    if let Some((aliases, path)) =
+        pick("model_group_alias", "model_group_alias", rs.model_group_alias.as_ref(), ls.model_group_alias.as_ref(), w)
+    {
+        for (alias, value) in aliases {
+            let at = format!("{path}.{alias}");
+            c.aliases.push(parse_alias(alias, value, &at, w)?);
+            sources.aliases.push(at);
+        }
+    }
+    Ok(())
+}
+
+/// A fallback list: `[{group: [fallback, ...]}, ...]`, each entry exactly one key, each value
+/// a group or a list of groups. The `*` key of `fallbacks` is the default list.
+fn fallback_table(
+    c: &mut Config,
+    sources: &mut Sources,
+    table: Table,
+    value: &Value,
+    path: &str,
+    w: &mut Warnings,
+) -> Result<(), ConfigError> {
+    let Value::Array(entries) = value else {
+        return Err(ConfigError::type_error(path, "must be a list of `{model_group: [fallback groups]}` entries"));
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        let Value::Object(map) = entry else {
+            return Err(ConfigError::type_error(
+                at,
+                "must be a mapping of one model group to its fallbacks, e.g. `{gpt-4o: [gpt-4o-mini]}`",
+            ));
+        };
+        let mut keys = map.iter();
+        let (Some((key, targets)), None) = (keys.next(), keys.next()) else {
+            let names: Vec<String> = map.keys().map(|k| format!("`{k}`")).collect();
+            return Err(ConfigError::invalid(
+                at,
+                format!(
+                    "a fallback entry must have exactly one key (a model group), found {}{}{}",
+                    map.len(),
+                    if names.is_empty() { "" } else { ": " },
+                    names.join(", ")
+                ),
+            ));
+        };
+        if key.trim().is_empty() {
+            return Err(ConfigError::invalid(at, "the key must name a model group"));
+        }
+        let value_path = format!("{at}.{key}");
+        let (targets, list) = group_list(targets, &value_path)?;
+        let node = Node { entry: at.clone(), value: value_path, list };
+        let earlier = if table == Table::General && key == "*" {
+            sources.default_fallbacks.as_ref().map(|n| n.entry.clone())
+        } else {
+            sources.fallbacks.get(&(table, key.clone())).map(|n| n.entry.clone())
+        };
+        if let Some(earlier) = earlier {
+            // LiteLLM walks the list and uses the first entry for a group.
+            w.once(at.clone(), format!("`{at}` is ignored: `{key}` already has fallbacks at `{earlier}`"));
+            continue;
+        }
+        if table == Table::General && key == "*" {
+            c.fallbacks.default = targets;
+            sources.default_fallbacks = Some(node);
+        } else {
+            table_mut(c, table).insert(key.clone(), targets);
+            sources.fallbacks.insert((table, key.clone()), node);
+        }
+    }
+    Ok(())
+}
+
+fn table_mut(c: &mut Config, table: Table) -> &mut BTreeMap<String, Vec<String>> {
+    match table {
+        Table::General => &mut c.fallbacks.general,
+        Table::ContextWindow => &mut c.fallbacks.context_window,
+        Table::ContentPolicy => &mut c.fallbacks.content_policy,
+    }
+}
+
+/// A group or a list of groups; `true` when it was a list.
+fn group_list(value: &Value, path: &str) -> Result<(Vec<String>, bool), ConfigError> {
+    match value {
+        Value::String(s) => Ok((vec![s.clone()], false)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(j, item)| match item {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err(ConfigError::type_error(format!("{path}[{j}]"), "must be a model group name")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|groups| (groups, true)),
+        _ => Err(ConfigError::type_error(path, "must be a model group or a list of model groups")),
+    }
+}
+
+/// `alias: group` or `alias: {model: group, hidden: true}`.
+fn parse_alias(alias: &str, value: &Value, at: &str, w: &mut Warnings) -> Result<Alias, ConfigError> {
+    match value {
+        Value::String(target) => Ok(Alias::new(alias, target.as_str(), false)),
+        Value::Object(map) => {
+            let target = match map.get("model") {
+                Some(Value::String(t)) => t.clone(),
+                Some(_) => return Err(ConfigError::type_error(format!("{at}.model"), "must be a model group name")),
+                None => return Err(ConfigError::invalid(format!("{at}.model"), "is required")),
+            };
+            let hidden = match map.get("hidden") {
+                None | Some(Value::Null) => false,
+                Some(v) => Flag::parse(v)
+                    .ok_or_else(|| ConfigError::type_error(format!("{at}.hidden"), "must be true or false"))?,
+            };
+            for key in map.keys().filter(|k| !matches!(k.as_str(), "model" | "hidden")) {
+                let path = format!("{at}.{key}");
+                w.ignored(path.clone(), &path, NOT_SUPPORTED);
+            }
+            Ok(Alias::new(alias, target, hidden))
+        }
+        _ => Err(ConfigError::type_error(at, "must be a model group name or `{model: <group>, hidden: <bool>}`")),
+    }
+}
+
+/// The keys only `router_settings` carries.
+fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("router_settings.{key}");
+    if let Some(name) = &rs.routing_strategy {
+        c.routing_strategy =
+            name.parse().map_err(|e: SelectConfigError| ConfigError::invalid(at("routing_strategy"), e.to_string()))?;
+    }
+    if let Some(args) = rs.routing_strategy_args {
+        strategy_args(c, args, w)?;
+    }
+    if let Some(groups) = rs.routing_groups {
+        routing_groups(c, groups, w)?;
+    }
+    let s = &mut c.settings;
+    s.stream_timeout = opt(rs.stream_timeout, || at("stream_timeout"), to_timeout)?;
+    if let Some(v) = opt(rs.retry_after, || at("retry_after"), to_secs)? {
+        s.retry_after = v;
+    }
+    s.allowed_fails_policy =
+        policy(rs.allowed_fails_policy, &at("allowed_fails_policy"), &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS)?;
+    s.retry_policy = policy(rs.retry_policy, &at("retry_policy"), &RouterSettings::RETRY_POLICY_FIELDS)?;
+    s.disable_cooldowns = rs.disable_cooldowns.is_some_and(|f| f.0);
+    s.enable_pre_call_checks = rs.enable_pre_call_checks.is_some_and(|f| f.0);
+    s.enable_tag_filtering = rs.enable_tag_filtering.is_some_and(|f| f.0);
+    s.default_max_parallel_requests =
+        opt(rs.default_max_parallel_requests, || at("default_max_parallel_requests"), to_u32)?;
+    let port = opt(
+        rs.redis_port,
+        || at("redis_port"),
+        |n, path| {
+            let port = to_u64(n, path)?;
+            u16::try_from(port).map_err(|_| ConfigError::invalid(path, format!("must be at most 65535, got {n}")))
+        },
+    )?;
+    if rs.redis_url.is_some() || rs.redis_host.is_some() || port.is_some() || rs.redis_password.is_some() {
+        s.redis = Some(RedisSettings {
+            url: rs.redis_url,
+            host: rs.redis_host,
+            port,
+            password: rs.redis_password.map(ApiKey::new),
+        });
+    }
+    c.seed = opt(rs.seed, || at("seed"), to_u64)?;
+    w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
+    Ok(())
+}
+
+fn strategy_args(c: &mut Config, args: RawStrategyArgs, w: &mut Warnings) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("router_settings.routing_strategy_args.{key}");
+    if let Some(buffer) = opt(args.lowest_latency_buffer, || at("lowest_latency_buffer"), to_f64)? {
+        c.strategy_args =
+            StrategyArgs::new(buffer).map_err(|e| ConfigError::invalid(at("lowest_latency_buffer"), e.to_string()))?;
+    }
+    if let Some(ttl) = opt(args.ttl, || at("ttl"), to_timeout)? {
+        c.latency.sample_ttl = ttl;
+    }
+    if let Some(size) = opt(args.max_latency_list_size, || at("max_latency_list_size"), to_u32)? {
+        if size == 0 {
+            return Err(ConfigError::invalid(at("max_latency_list_size"), "must be >= 1, got 0"));
+        }
+        c.latency.max_samples = usize::try_from(size).unwrap_or(usize::MAX);
+    }
+    w.ignored_keys("router_settings.routing_strategy_args", &args.extra, NOT_SUPPORTED);
+    Ok(())
+}
+
+fn routing_groups(c: &mut Config, raw: Vec<super::raw::RawRoutingGroup>, w: &mut Warnings) -> Result<(), ConfigError> {
+    let at = |i: usize, key: &str| format!("router_settings.routing_groups[{i}].{key}");
+    let known: HashSet<&str> = c.deployments.iter().map(|d| &*d.group).collect();
+    let mut groups = Vec::with_capacity(raw.len());
+    for (i, g) in raw.into_iter().enumerate() {
+        let strategy: RoutingStrategy = g
+            .routing_strategy
+            .parse()
+            .map_err(|e: SelectConfigError| ConfigError::invalid(at(i, "routing_strategy"), e.to_string()))?;
+        for m in g.models.iter().filter(|m| !known.contains(m.as_str())) {
+            let path = at(i, "models");
+            // LiteLLM warns too: the group may be added at runtime.
+            w.once(format!("{path}:{m}"), format!("`{path}` names `{m}`, which is not a model group in `model_list`"));
+        }
+        w.ignored_keys(&format!("router_settings.routing_groups[{i}]"), &g.extra, NOT_SUPPORTED);
+        groups.push(RoutingGroup::new(g.group_name, g.models, strategy));
+    }
+    // The n-th group named `name` (the error is raised at the first repeat of a name).
+    let index_of = |groups: &[RoutingGroup], name: &str, n: usize| {
+        groups.iter().enumerate().filter(|(_, g)| g.name == name).nth(n).map_or(0, |(i, _)| i)
+    };
+    c.routing_groups = RoutingGroups::new(groups.clone()).map_err(|e| {
+        let path = match &e {
+            SelectConfigError::EmptyGroupName { index } | SelectConfigError::ReservedGroupName { index } => {
+                at(*index, "group_name")
+            }
+            SelectConfigError::DuplicateGroupName { name } => at(index_of(&groups, name, 1), "group_name"),
+            SelectConfigError::ModelInTwoGroups { second, .. } => at(index_of(&groups, second, 0), "models"),
+            _ => "router_settings.routing_groups".to_owned(),
+        };
+        ConfigError::invalid(path, e.to_string())
+    })?;
+    Ok(())
+}
+
+/// `retry_policy` / `allowed_fails_policy`: LiteLLM field names to counts; null fields unset.
+fn policy(
+    raw: Option<BTreeMap<String, Option<Num>>>,
+    path: &str,
+    fields: &[&str],
+) -> Result<Option<BTreeMap<String, u32>>, ConfigError> {
+    let Some(raw) = raw else { return Ok(None) };
+    let mut out = BTreeMap::new();
+    for (key, value) in raw {
+        let at = format!("{path}.{key}");
+        validate::policy_field(&key, &at, fields)?;
+        if let Some(v) = opt(value, || at, to_u32)? {
+            out.insert(key, v);
+        }
+    }
+    Ok(Some(out))
+}
+
+fn general(c: &mut Config, gs: RawGeneralSettings, w: &mut Warnings) -> Result<(), ConfigError> {
+    if let Some(key) = gs.master_key {
+        if key.is_empty() {
+            return Err(ConfigError::invalid("general_settings.master_key", "must not be empty"));
+        }
+        c.master_key = Some(ApiKey::new(key));
+    }
+    w.ignored_keys("general_settings", &gs.extra, NOT_SUPPORTED);
+    Ok(())
+}

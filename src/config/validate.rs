@@ -1,0 +1,316 @@
+//! The checks that span sections (unique ids, names that must be known groups) and hold for a
+//! [`Config`] built in code too. A loaded config keeps where each entry came from
+//! ([`Sources`]) so its errors name YAML paths; a config built in code is named by its fields.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde_json::{Map, Value};
+use switchyard_layers::Deployment;
+
+use super::{Config, ConfigError, RouterSettings};
+
+/// A fallback table of [`FallbackTables`](switchyard_layers::fallback::FallbackTables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Table {
+    General,
+    ContextWindow,
+    ContentPolicy,
+}
+
+impl Table {
+    fn field(self) -> &'static str {
+        match self {
+            Self::General => "general",
+            Self::ContextWindow => "context_window",
+            Self::ContentPolicy => "content_policy",
+        }
+    }
+}
+
+/// Where one fallback entry was written.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    /// The entry (`router_settings.fallbacks[1]`): named when its key is unknown.
+    pub(crate) entry: String,
+    /// Its value (`router_settings.fallbacks[1].gpt-4o`).
+    pub(crate) value: String,
+    /// The value was a list, so targets are named `value[j]`.
+    pub(crate) list: bool,
+}
+
+impl Node {
+    fn in_code(path: String) -> Self {
+        Self { entry: path.clone(), value: path, list: true }
+    }
+
+    fn target(&self, j: usize) -> String {
+        if self.list { format!("{}[{j}]", self.value) } else { self.value.clone() }
+    }
+}
+
+/// Where the parts of a loaded config were written; empty for a config built in code.
+#[derive(Debug, Default)]
+pub(crate) struct Sources {
+    from_yaml: bool,
+    pub(crate) fallbacks: HashMap<(Table, String), Node>,
+    pub(crate) default_fallbacks: Option<Node>,
+    /// The path of each alias, in [`Config::aliases`] order.
+    pub(crate) aliases: Vec<String>,
+}
+
+impl Sources {
+    pub(crate) fn from_yaml() -> Self {
+        Self { from_yaml: true, ..Self::default() }
+    }
+
+    fn deployment(&self, i: usize) -> String {
+        if self.from_yaml { format!("model_list[{i}]") } else { format!("deployments[{i}]") }
+    }
+
+    fn alias(&self, i: usize) -> String {
+        self.aliases.get(i).cloned().unwrap_or_else(|| format!("aliases[{i}]"))
+    }
+
+    fn fallback(&self, table: Table, key: &str) -> Node {
+        self.fallbacks
+            .get(&(table, key.to_owned()))
+            .cloned()
+            .unwrap_or_else(|| Node::in_code(format!("fallbacks.{}.{key}", table.field())))
+    }
+
+    fn default_fallbacks(&self) -> Node {
+        self.default_fallbacks.clone().unwrap_or_else(|| Node::in_code("fallbacks.default".to_owned()))
+    }
+}
+
+/// The names a fallback may mention.
+struct Names<'a> {
+    groups: BTreeSet<&'a str>,
+    patterns: Vec<&'a str>,
+    aliases: BTreeSet<&'a str>,
+}
+
+impl<'a> Names<'a> {
+    fn new(config: &'a Config) -> Self {
+        let groups: BTreeSet<&str> = config.deployments.iter().map(|d| &*d.group).collect();
+        let patterns = groups.iter().copied().filter(|g| g.contains('*')).collect();
+        let aliases = config.aliases.iter().map(|a| a.alias.as_str()).collect();
+        Self { groups, patterns, aliases }
+    }
+
+    fn knows(&self, name: &str) -> bool {
+        self.groups.contains(name) || self.aliases.contains(name) || self.patterns.iter().any(|p| glob_match(p, name))
+    }
+
+    /// ` (known: a, b, c)`: groups and aliases, at most ten names.
+    fn listing(&self) -> String {
+        Self::list(self.groups.iter().chain(self.aliases.iter()).copied().collect())
+    }
+
+    fn list(names: Vec<&str>) -> String {
+        if names.is_empty() {
+            return " (model_list is empty)".to_owned();
+        }
+        let more = if names.len() > 10 { ", ..." } else { "" };
+        format!(" (known: {}{more})", names[..names.len().min(10)].join(", "))
+    }
+
+    fn unknown(&self, name: &str) -> String {
+        format!("`{name}` is not a model group, an alias, or a name a wildcard `model_name` matches{}", self.listing())
+    }
+}
+
+/// Anchored wildcard match: `*` matches any run of characters, the whole name must match.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let Some(rest) = pieces.next().and_then(|first| name.strip_prefix(first)) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    let mut rest = rest;
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// Runs every cross-section check; errors are named through `sources`.
+pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigError> {
+    let mut ids: HashMap<&str, usize> = HashMap::with_capacity(config.deployments.len());
+    for (i, d) in config.deployments.iter().enumerate() {
+        if d.group.trim().is_empty() || d.model.trim().is_empty() {
+            return Err(ConfigError::invalid(
+                sources.deployment(i),
+                "model group and provider model must not be empty",
+            ));
+        }
+        if let Some(first) = ids.insert(d.id.as_str(), i) {
+            return Err(ConfigError::invalid(
+                sources.deployment(i),
+                format!(
+                    "deployment id `{}` is also the id of {}; ids must be unique (identical entries derive \
+                     the same id: set `model_info.id` to tell them apart)",
+                    d.id,
+                    sources.deployment(first)
+                ),
+            ));
+        }
+    }
+
+    let names = Names::new(config);
+    let mut seen = HashSet::with_capacity(config.aliases.len());
+    for (i, a) in config.aliases.iter().enumerate() {
+        let at = sources.alias(i);
+        if a.alias.trim().is_empty() {
+            return Err(ConfigError::invalid(at, "an alias name must not be empty"));
+        }
+        if !seen.insert(a.alias.as_str()) {
+            return Err(ConfigError::invalid(at, format!("alias `{}` is defined twice", a.alias)));
+        }
+        if !names.groups.contains(a.target.as_str()) {
+            let why = if names.aliases.contains(a.target.as_str()) {
+                format!("`{}` is an alias; an alias must point at a model group", a.target)
+            } else {
+                format!(
+                    "`{}` is not a model group in `model_list`{}",
+                    a.target,
+                    Names::list(names.groups.iter().copied().collect())
+                )
+            };
+            return Err(ConfigError::invalid(at, why));
+        }
+    }
+
+    let tables = [
+        (Table::General, &config.fallbacks.general),
+        (Table::ContextWindow, &config.fallbacks.context_window),
+        (Table::ContentPolicy, &config.fallbacks.content_policy),
+    ];
+    for (table, map) in tables {
+        for (key, targets) in map {
+            let node = sources.fallback(table, key);
+            if key != "*" && !names.knows(key) {
+                return Err(ConfigError::invalid(node.entry, names.unknown(key)));
+            }
+            check_targets(&names, targets, &node)?;
+        }
+    }
+    check_targets(&names, &config.fallbacks.default, &sources.default_fallbacks())?;
+
+    let buffer = config.strategy_args.lowest_latency_buffer;
+    if !(buffer.is_finite() && buffer >= 0.0) {
+        return Err(ConfigError::invalid(
+            "strategy_args.lowest_latency_buffer",
+            format!("must be a finite number >= 0, got {buffer}"),
+        ));
+    }
+    if config.latency.max_samples == 0 {
+        return Err(ConfigError::invalid("latency.max_samples", "must be >= 1, got 0"));
+    }
+    if config.latency.sample_ttl.is_zero() {
+        return Err(ConfigError::invalid("latency.sample_ttl", "must be > 0"));
+    }
+    let policies = [
+        ("settings.retry_policy", &config.settings.retry_policy, &RouterSettings::RETRY_POLICY_FIELDS),
+        (
+            "settings.allowed_fails_policy",
+            &config.settings.allowed_fails_policy,
+            &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS,
+        ),
+    ];
+    for (path, policy, fields) in policies {
+        for key in policy.iter().flat_map(|p| p.keys()) {
+            policy_field(key, &format!("{path}.{key}"), fields)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_targets(names: &Names<'_>, targets: &[String], node: &Node) -> Result<(), ConfigError> {
+    for (j, target) in targets.iter().enumerate() {
+        if !names.knows(target) {
+            return Err(ConfigError::invalid(node.target(j), names.unknown(target)));
+        }
+    }
+    Ok(())
+}
+
+/// A `retry_policy` / `allowed_fails_policy` field name must be one LiteLLM defines.
+pub(crate) fn policy_field(key: &str, path: &str, fields: &[&str]) -> Result<(), ConfigError> {
+    if fields.contains(&key) {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(path, format!("unknown field `{key}`; valid: {}", fields.join(", "))))
+}
+
+/// A copy of `d` safe to print: credential-like provider parameters are masked (the API key
+/// already is, by [`ApiKey`](switchyard_layers::ApiKey)).
+pub(crate) fn masked(d: &Deployment) -> Deployment {
+    let mut d = d.clone();
+    d.params = mask_map(&d.params);
+    d
+}
+
+fn mask_map(map: &Map<String, Value>) -> Map<String, Value> {
+    map.iter()
+        .map(|(k, v)| {
+            let v = if is_secret_key(k) {
+                Value::String("***".to_owned())
+            } else {
+                match v {
+                    Value::Object(m) => Value::Object(mask_map(m)),
+                    Value::Array(items) => Value::Array(
+                        items
+                            .iter()
+                            .map(|i| if let Value::Object(m) = i { Value::Object(mask_map(m)) } else { i.clone() })
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                }
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// `aws_secret_access_key`, `vertex_credentials`, `azure_ad_token`, `Authorization`, ...
+/// but not `max_tokens`.
+fn is_secret_key(key: &str) -> bool {
+    let k = key.to_ascii_lowercase();
+    ["key", "secret", "password", "passwd", "credential", "auth", "cookie"].iter().any(|s| k.contains(s))
+        || k.ends_with("token")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_the_whole_name() {
+        assert!(glob_match("openai/*", "openai/gpt-4o"));
+        assert!(glob_match("*", "anything"));
+        assert!(glob_match("a*b*c", "axxbyyc"));
+        assert!(glob_match("gpt-*-mini", "gpt-4o-mini"));
+        assert!(!glob_match("a*b", "axbyz"));
+        assert!(!glob_match("openai/*", "azure/gpt-4o"));
+        assert!(!glob_match("exact", "exactly"));
+        assert!(glob_match("a*a", "aa"));
+        assert!(!glob_match("ab*ba", "aba"));
+    }
+
+    #[test]
+    fn credential_like_params_are_secret() {
+        for k in ["aws_secret_access_key", "vertex_credentials", "azure_ad_token", "Authorization", "api_key"] {
+            assert!(is_secret_key(k), "{k}");
+        }
+        for k in ["max_tokens", "temperature", "aws_region_name"] {
+            assert!(!is_secret_key(k), "{k}");
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! [`Router`]: the default routing stack built from a [`Config`], with a typed in-process API.
+//!
+//! The stack is a plain tower service over `http::Request<Bytes>` (with a
+//! [`RouteCtx`](crate::RouteCtx) in the extensions) returning `http::Response<RouteBody>`; take it
+//! with [`Router::service`] to embed it in axum or another gateway, or call it through
+//! [`Router::chat`], [`Router::chat_stream`] and [`Router::embed`] without an HTTP hop. Both go
+//! through the same layers.
+
+mod client;
+
+use std::{fmt, sync::Arc};
+
+use bytes::Bytes;
+pub use client::{ChatResponse, ChatStream, EmbedResponse};
+use switchyard_layers::{
+    BoxError, Registry, RouteBody, StateStore,
+    deployment::RegistryError,
+    select::{SelectConfigError, SelectLayer, Strategies},
+    state::StoreConfig,
+};
+use tower::{Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
+
+use crate::{Config, ConfigError};
+
+/// The routing stack as a type-erased, cloneable tower service.
+pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
+
+/// The routing stack plus the registry and store it routes with.
+#[derive(Clone)]
+pub struct Router {
+    registry: Arc<Registry>,
+    store: Arc<StateStore>,
+    service: RouterService,
+}
+
+impl fmt::Debug for Router {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Router").field("registry", &self.registry).finish_non_exhaustive()
+    }
+}
+
+/// Why a router could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RouterError {
+    /// The config is invalid.
+    Config(ConfigError),
+    /// A deployment or alias was refused by the registry.
+    Registry(RegistryError),
+    /// The strategy settings are invalid.
+    Select(SelectConfigError),
+}
+
+impl fmt::Display for RouterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => e.fmt(f),
+            Self::Registry(e) => e.fmt(f),
+            Self::Select(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RouterError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Config(e) => Some(e),
+            Self::Registry(e) => Some(e),
+            Self::Select(e) => Some(e),
+        }
+    }
+}
+
+impl From<ConfigError> for RouterError {
+    fn from(e: ConfigError) -> Self {
+        Self::Config(e)
+    }
+}
+
+impl From<RegistryError> for RouterError {
+    fn from(e: RegistryError) -> Self {
+        Self::Registry(e)
+    }
+}
+
+/// Builds a [`Router`]; see [`Router::builder`].
+#[derive(Debug)]
+pub struct RouterBuilder<'a> {
+    config: &'a Config,
+    store: Option<Arc<StateStore>>,
+    seed: Option<u64>,
+}
+
+impl RouterBuilder<'_> {
+    /// Routes with this store instead of a fresh in-memory one (share it between routers, or
+    /// inspect it in tests).
+    pub fn store(mut self, store: Arc<StateStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Seeds every random pick (overrides the config's `seed`).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Builds the default stack around `provider`.
+    pub fn build<P>(self, provider: P) -> Result<Router, RouterError>
+    where
+        P: Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        P::Future: Send + 'static,
+    {
+        let config = self.config;
+        config.validate()?;
+        let registry = Arc::new(Registry::new());
+        for d in &config.deployments {
+            registry.add(d.clone())?;
+        }
+        for a in &config.aliases {
+            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
+        }
+        let store = self.store.unwrap_or_else(|| {
+            let mut store_config = StoreConfig::default();
+            store_config.latency = config.latency;
+            Arc::new(StateStore::memory_with(store_config))
+        });
+        let strategies = Strategies::from_routing_groups(
+            config.routing_strategy.build_with(&config.strategy_args),
+            &config.routing_groups,
+            &config.strategy_args,
+        );
+        let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies);
+        if let Some(seed) = self.seed.or(config.seed) {
+            select = select.with_seed(seed);
+        }
+        let service = BoxCloneSyncService::new(ServiceBuilder::new().layer(select).service(provider));
+        Ok(Router { registry, store, service })
+    }
+}
+
+impl Router {
+    /// The default stack for `config` around `provider`.
+    pub fn from_config<P>(config: &Config, provider: P) -> Result<Self, RouterError>
+    where
+        P: Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        P::Future: Send + 'static,
+    {
+        Self::builder(config).build(provider)
+    }
+
+    /// A builder for the default stack, to set the store or the seed.
+    pub fn builder(config: &Config) -> RouterBuilder<'_> {
+        RouterBuilder { config, store: None, seed: None }
+    }
+
+    /// The deployments, groups and aliases; change them at runtime without a restart.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The shared routing state.
+    pub fn store(&self) -> &Arc<StateStore> {
+        &self.store
+    }
+
+    /// The stack as a tower service, to embed in axum or another gateway.
+    pub fn service(&self) -> RouterService {
+        self.service.clone()
+    }
+
+    /// Sends one prepared request through the stack.
+    pub async fn call(&self, req: http::Request<Bytes>) -> Result<http::Response<RouteBody>, BoxError> {
+        self.service.clone().oneshot(req).await
+    }
+}
