@@ -55,9 +55,8 @@ fn whole(n: Num, path: &str, max: u64) -> Result<u64, ConfigError> {
         Num::Float(x) if x.fract() != 0.0 => {
             Err(ConfigError::invalid(path, format!("must be a whole number, got {n}")))
         }
-        // `max as f64` rounds up for u64::MAX; the exclusive bound keeps the cast exact.
-        Num::Float(x) if x >= max as f64 && max == u64::MAX => Err(too_large()),
-        Num::Float(x) if x > max as f64 => Err(too_large()),
+        // `max + 1` is a power of two, exact as an f64 (for u64::MAX, `max as f64` already is).
+        Num::Float(x) if x >= max as f64 + 1.0 => Err(too_large()),
         Num::Float(x) => Ok(x as u64),
     }
 }
@@ -285,4 +284,30 @@ fn model_info(
         }
     }
     Ok(b.capabilities(caps))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_whole_non_negative_and_in_range() {
+        assert_eq!(to_u32(Num::Float(4_294_967_295.0), "p").ok(), Some(u32::MAX));
+        assert!(to_u32(Num::Float(4_294_967_296.0), "p").is_err());
+        assert!(to_u32(Num::Int(4_294_967_296), "p").is_err());
+        assert_eq!(to_u64(Num::Int(u64::MAX.into()), "p").ok(), Some(u64::MAX));
+        assert!(to_u64(Num::Float(2f64.powi(64)), "p").is_err());
+        assert_eq!(to_u64(Num::Float(-0.0), "p").ok(), Some(0));
+        let err = to_u64(Num::Int(-5), "model_list[2].litellm_params.rpm").map(|_| ()).unwrap_err();
+        assert_eq!(err.to_string(), "model_list[2].litellm_params.rpm: must be >= 0, got -5");
+        assert!(to_u64(Num::Float(2.5), "p").unwrap_err().to_string().contains("whole number"));
+    }
+
+    #[test]
+    fn durations_are_seconds_and_timeouts_are_positive() {
+        assert_eq!(to_secs(Num::Float(2.5), "p").ok(), Some(Duration::from_millis(2500)));
+        assert_eq!(to_secs(Num::Int(0), "p").ok(), Some(Duration::ZERO));
+        assert!(to_timeout(Num::Int(0), "p").is_err());
+        assert!(to_secs(Num::Float(1e300), "p").is_err());
+    }
 }

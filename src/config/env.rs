@@ -1,7 +1,7 @@
 //! `os.environ/NAME` references: a string value that is exactly `os.environ/NAME` is replaced
 //! by the variable `NAME`, before the document is typed (so `rpm: os.environ/RPM` is a number).
 
-use std::collections::BTreeMap;
+use std::{cell::RefCell, collections::BTreeMap};
 
 use serde_json::Value;
 
@@ -18,6 +18,8 @@ const ROUTER_KEYS: [&str; 4] = ["redis_url", "redis_host", "redis_port", "redis_
 pub(crate) struct Env<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
     from_config: BTreeMap<String, String>,
+    /// Every value substituted so far, to keep them out of error messages.
+    resolved: RefCell<Vec<String>>,
 }
 
 impl<'a> Env<'a> {
@@ -41,7 +43,7 @@ impl<'a> Env<'a> {
                 from_config.insert(name.clone(), value);
             }
         }
-        Ok(Self { lookup, from_config })
+        Ok(Self { lookup, from_config, resolved: RefCell::new(Vec::new()) })
     }
 
     fn get(&self, name: &str) -> Option<String> {
@@ -95,17 +97,29 @@ impl<'a> Env<'a> {
         Ok(())
     }
 
+    /// `message` with every substituted value of four characters or more replaced by `***`:
+    /// a secret put where a number belongs must not be echoed by the type error.
+    pub(crate) fn mask(&self, message: &str) -> String {
+        let mut message = message.to_owned();
+        for value in self.resolved.borrow().iter().filter(|v| v.len() >= 4) {
+            message = message.replace(value.as_str(), "***");
+        }
+        message
+    }
+
     fn var(&self, name: &str, path: &str) -> Result<String, ConfigError> {
         let name = name.trim();
         if name.is_empty() {
             return Err(ConfigError::new(ConfigErrorKind::Env, path, format!("`{PREFIX}` names no variable")));
         }
-        self.get(name).ok_or_else(|| {
+        let value = self.get(name).ok_or_else(|| {
             ConfigError::new(
                 ConfigErrorKind::Env,
                 path,
                 format!("environment variable `{name}` is not set (referenced as `{PREFIX}{name}`)"),
             )
-        })
+        })?;
+        self.resolved.borrow_mut().push(value.clone());
+        Ok(value)
     }
 }

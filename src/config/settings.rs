@@ -32,11 +32,12 @@ pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
         Value::Object(_) => {}
         _ => return Err(ConfigError::type_error("", "a config must be a mapping of sections (`model_list`, ...)")),
     }
-    Env::new(&doc, lookup)?.resolve(&mut doc)?;
+    let env = Env::new(&doc, lookup)?;
+    env.resolve(&mut doc)?;
     let raw: RawConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        ConfigError::type_error(path, e.inner().to_string())
+        ConfigError::type_error(path, env.mask(&e.inner().to_string()))
     })?;
 
     let mut w = Warnings::default();

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
-use switchyard_layers::Deployment;
+use switchyard_layers::{Deployment, deployment::pattern_matches};
 
 use super::{Config, ConfigError, RouterSettings};
 
@@ -99,7 +99,9 @@ impl<'a> Names<'a> {
     }
 
     fn knows(&self, name: &str) -> bool {
-        self.groups.contains(name) || self.aliases.contains(name) || self.patterns.iter().any(|p| glob_match(p, name))
+        self.groups.contains(name)
+            || self.aliases.contains(name)
+            || self.patterns.iter().any(|p| pattern_matches(p, name))
     }
 
     /// ` (known: a, b, c)`: groups and aliases, at most ten names.
@@ -118,26 +120,6 @@ impl<'a> Names<'a> {
     fn unknown(&self, name: &str) -> String {
         format!("`{name}` is not a model group, an alias, or a name a wildcard `model_name` matches{}", self.listing())
     }
-}
-
-/// Anchored wildcard match: `*` matches any run of characters, the whole name must match.
-pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let mut pieces = pattern.split('*');
-    let Some(rest) = pieces.next().and_then(|first| name.strip_prefix(first)) else {
-        return false;
-    };
-    let pieces: Vec<&str> = pieces.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        return rest.is_empty();
-    };
-    let mut rest = rest;
-    for piece in middle {
-        match rest.find(piece) {
-            Some(at) => rest = &rest[at + piece.len()..],
-            None => return false,
-        }
-    }
-    rest.ends_with(last)
 }
 
 /// Runs every cross-section check; errors are named through `sources`.
@@ -293,15 +275,15 @@ mod tests {
 
     #[test]
     fn wildcards_match_the_whole_name() {
-        assert!(glob_match("openai/*", "openai/gpt-4o"));
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("a*b*c", "axxbyyc"));
-        assert!(glob_match("gpt-*-mini", "gpt-4o-mini"));
-        assert!(!glob_match("a*b", "axbyz"));
-        assert!(!glob_match("openai/*", "azure/gpt-4o"));
-        assert!(!glob_match("exact", "exactly"));
-        assert!(glob_match("a*a", "aa"));
-        assert!(!glob_match("ab*ba", "aba"));
+        assert!(pattern_matches("openai/*", "openai/gpt-4o"));
+        assert!(pattern_matches("*", "anything"));
+        assert!(pattern_matches("a*b*c", "axxbyyc"));
+        assert!(pattern_matches("gpt-*-mini", "gpt-4o-mini"));
+        assert!(!pattern_matches("a*b", "axbyz"));
+        assert!(!pattern_matches("openai/*", "azure/gpt-4o"));
+        assert!(!pattern_matches("exact", "exactly"));
+        assert!(pattern_matches("a*a", "aa"));
+        assert!(!pattern_matches("ab*ba", "aba"));
     }
 
     #[test]

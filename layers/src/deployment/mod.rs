@@ -23,4 +23,5 @@ mod registry;
 
 pub use id::DeploymentId;
 pub use model::{ApiKey, Capabilities, Deployment, DeploymentBuilder, DeploymentError};
+pub use pattern::pattern_matches;
 pub use registry::{Group, Registry, RegistryError, Resolved, WeightBasis};

@@ -96,7 +96,10 @@ impl Capabilities {
 ///
 /// Built with [`Deployment::builder`]; the fields are public to read (layers and strategies look
 /// at them), and the struct is `#[non_exhaustive]` so new fields are not breaking changes.
-#[derive(Clone, Debug)]
+///
+/// `Debug` never shows the key, nor the values of `params` (which may hold provider credentials):
+/// only their names.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Deployment {
     /// Stable id, shared by every replica.
@@ -147,6 +150,37 @@ pub struct Deployment {
     pub blocked: bool,
     /// Other provider parameters, passed to the provider as defaults (e.g. `temperature`).
     pub params: Map<String, Value>,
+}
+
+impl fmt::Debug for Deployment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Deployment")
+            .field("id", &self.id)
+            .field("group", &self.group)
+            .field("model", &self.model)
+            .field("api_base", &self.api_base)
+            .field("api_key", &self.api_key)
+            .field("api_version", &self.api_version)
+            .field("rpm", &self.rpm)
+            .field("tpm", &self.tpm)
+            .field("weight", &self.weight)
+            .field("order", &self.order)
+            .field("tags", &self.tags)
+            .field("region", &self.region)
+            .field("max_parallel_requests", &self.max_parallel_requests)
+            .field("timeout", &self.timeout)
+            .field("stream_timeout", &self.stream_timeout)
+            .field("cooldown_time", &self.cooldown_time)
+            .field("num_retries", &self.num_retries)
+            .field("input_cost_per_token", &self.input_cost_per_token)
+            .field("output_cost_per_token", &self.output_cost_per_token)
+            .field("max_input_tokens", &self.max_input_tokens)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("capabilities", &self.capabilities)
+            .field("blocked", &self.blocked)
+            .field("params", &self.params.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Deployment {

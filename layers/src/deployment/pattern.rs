@@ -30,6 +30,10 @@ impl Pattern {
     pub(crate) fn captures<'a>(&self, name: &'a str) -> Option<Vec<&'a str>> {
         let (first, rest) = self.pieces.split_first()?;
         let mut tail = name.strip_prefix(first.as_str())?;
+        if rest.is_empty() {
+            // No wildcard: the name must be exactly the literal.
+            return tail.is_empty().then(Vec::new);
+        }
         let mut caps = Vec::with_capacity(rest.len());
         for (i, piece) in rest.iter().enumerate() {
             let last = i + 1 == rest.len();
@@ -51,6 +55,18 @@ impl Pattern {
         }
         Some(caps)
     }
+}
+
+/// Whether the wildcard `pattern` (`*` matches any run of characters) matches the whole of `name`,
+/// with the same rules the [`Registry`](super::Registry) resolves patterns by.
+///
+/// ```
+/// use switchyard_layers::deployment::pattern_matches;
+/// assert!(pattern_matches("openai/*", "openai/gpt-4o"));
+/// assert!(!pattern_matches("a*b", "axbyz"));
+/// ```
+pub fn pattern_matches(pattern: &str, name: &str) -> bool {
+    Pattern::new(pattern).captures(name).is_some()
 }
 
 /// Substitutes captured segments into a provider model's own wildcards, in order. When the
@@ -84,6 +100,13 @@ mod tests {
         let p = Pattern::new("a*b");
         assert_eq!(p.captures("axb"), Some(vec!["x"]));
         assert_eq!(p.captures("axbyz"), None);
+    }
+
+    #[test]
+    fn a_pattern_without_wildcards_matches_only_itself() {
+        assert!(pattern_matches("exact", "exact"));
+        assert!(!pattern_matches("exact", "exactly"));
+        assert!(pattern_matches("a*a", "aa"));
     }
 
     #[test]

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 /// The fallback tables of a router.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FallbackTables {
     /// `fallbacks`: group -> groups to try, in order, after any failure.
@@ -29,6 +29,18 @@ pub struct FallbackTables {
     pub default: Vec<String>,
     /// `max_fallbacks`: hops per call (default 5).
     pub max_fallbacks: u32,
+}
+
+impl Default for FallbackTables {
+    fn default() -> Self {
+        Self {
+            general: BTreeMap::new(),
+            context_window: BTreeMap::new(),
+            content_policy: BTreeMap::new(),
+            default: Vec::new(),
+            max_fallbacks: Self::DEFAULT_MAX_FALLBACKS,
+        }
+    }
 }
 
 impl FallbackTables {

@@ -1,0 +1,694 @@
+//! The LiteLLM config reader: what a LiteLLM `config.yaml` loads into, and every rule that
+//! rejects one, with the path the error names.
+
+use std::{collections::HashMap, time::Duration};
+
+use switchyard::config::{Alias, Config, ConfigError, ConfigErrorKind};
+use switchyard::layers::{
+    Deployment, DeploymentId,
+    select::{RoutingGroup, RoutingStrategy},
+};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/litellm.yaml");
+
+/// The environment the fixture expects.
+fn fixture_env(name: &str) -> Option<String> {
+    let vars: HashMap<&str, &str> = [
+        ("AZURE_EU_KEY", "sk-azure-SECRET-eu"),
+        ("OPENAI_API_KEY", "sk-openai-SECRET-1"),
+        ("ANTHROPIC_API_KEY", "sk-ant-SECRET-2"),
+        ("AWS_SECRET", "aws-SECRET-access"),
+        ("REDIS_HOST", "cache.internal"),
+        ("REDIS_PORT", "6379"),
+        ("REDIS_PASSWORD", "redis-SECRET-pw"),
+        ("LITELLM_MASTER_KEY", "sk-master-SECRET-key"),
+    ]
+    .into_iter()
+    .collect();
+    vars.get(name).map(|v| (*v).to_owned())
+}
+
+fn fixture() -> Config {
+    let yaml = std::fs::read_to_string(FIXTURE).expect("fixture is readable");
+    Config::from_yaml_str_with_env(&yaml, &fixture_env).expect("fixture loads")
+}
+
+fn load(yaml: &str) -> Result<Config, ConfigError> {
+    Config::from_yaml_str_with_env(yaml, &|_| None)
+}
+
+fn load_err(yaml: &str) -> ConfigError {
+    match load(yaml) {
+        Ok(c) => panic!("expected an error, loaded {c:?}"),
+        Err(e) => e,
+    }
+}
+
+#[track_caller]
+fn assert_err(yaml: &str, kind: ConfigErrorKind, path: &str, fragment: &str) {
+    let err = load_err(yaml);
+    assert_eq!(err.kind(), kind, "{err}");
+    assert_eq!(err.path(), path, "{err}");
+    assert!(err.to_string().contains(fragment), "`{err}` does not contain `{fragment}`");
+    assert!(err.to_string().starts_with(path), "{err}");
+}
+
+/// One deployment per entry: `model_list: [{model_name: <name>, litellm_params: {model: <model>}}]`.
+fn models(entries: &[(&str, &str)]) -> String {
+    let mut yaml = String::from("model_list:\n");
+    for (name, model) in entries {
+        yaml.push_str(&format!("  - model_name: \"{name}\"\n    litellm_params: {{ model: \"{model}\" }}\n"));
+    }
+    yaml
+}
+
+// ---- the full config ---------------------------------------------------------------------
+
+#[test]
+fn full_litellm_config_loads_deployments_in_order_with_their_params() {
+    let c = fixture();
+    let groups: Vec<&str> = c.deployments.iter().map(|d| &*d.group).collect();
+    assert_eq!(groups, ["gpt-4o", "gpt-4o", "gpt-4o-mini", "claude-sonnet", "openai/*"]);
+
+    let eu = &c.deployments[0];
+    assert_eq!(eu.id, DeploymentId::from("azure-eu-1"));
+    assert_eq!(eu.model, "azure/gpt-4o-eu");
+    assert_eq!(eu.provider(), "azure");
+    assert_eq!(eu.api_base.as_deref(), Some("https://eu.example.openai.azure.com"));
+    assert_eq!(eu.api_key.as_ref().map(|k| k.expose()), Some("sk-azure-SECRET-eu"));
+    assert_eq!(eu.api_version.as_deref(), Some("2024-10-21"));
+    assert_eq!((eu.rpm, eu.tpm, eu.weight), (Some(600), Some(200_000), Some(3.0)));
+    assert_eq!(eu.region.as_deref(), Some("eu"));
+    assert_eq!(eu.tags, ["eu", "paid"]);
+    assert_eq!(eu.timeout, Some(Duration::from_secs(30)));
+    assert_eq!(eu.stream_timeout, Some(Duration::from_secs(10)));
+    assert_eq!((eu.max_input_tokens, eu.max_output_tokens), (Some(128_000), Some(16_384)));
+    assert_eq!(eu.capabilities.vision, Some(true));
+    assert_eq!(eu.capabilities.function_calling, Some(true));
+    assert_eq!(eu.capabilities.reasoning, None);
+    assert!(eu.params.is_empty(), "{:?}", eu.params.keys());
+
+    let oa = &c.deployments[1];
+    assert_eq!(oa.id.as_str().len(), 32, "derived ids are 32 hex digits");
+    assert_eq!((oa.rpm, oa.weight, oa.order), (Some(300), Some(1.0), Some(2)));
+    assert_eq!(oa.max_parallel_requests, Some(20));
+    assert_eq!(oa.cooldown_time, Some(Duration::from_secs(30)));
+    assert_eq!(oa.num_retries, Some(1));
+    assert_eq!(oa.params.get("temperature"), Some(&serde_json::json!(0.2)));
+    assert_eq!(oa.params.get("aws_secret_access_key"), Some(&serde_json::json!("aws-SECRET-access")));
+
+    let mini = &c.deployments[2];
+    assert_eq!((mini.rpm, mini.tpm), (Some(10_000), Some(1_000_000)));
+    assert_eq!(mini.input_cost_per_token, Some(0.000_000_15));
+    assert_eq!(mini.output_cost_per_token, Some(0.000_000_6));
+
+    let claude = &c.deployments[3];
+    assert!(!claude.params.contains_key("max_budget"), "budgets are not provider parameters");
+}
+
+#[test]
+fn full_litellm_config_loads_strategy_aliases_fallbacks_and_settings() {
+    let c = fixture();
+    assert_eq!(c.routing_strategy, RoutingStrategy::UsageBased);
+    assert_eq!(c.strategy_args.lowest_latency_buffer, 0.5);
+    assert_eq!(c.latency.sample_ttl, Duration::from_secs(120));
+    assert_eq!(c.latency.max_samples, 20);
+    assert_eq!(
+        c.routing_groups.groups(),
+        [RoutingGroup::new("cheap", vec!["gpt-4o-mini".to_owned()], RoutingStrategy::CostBased)]
+    );
+    assert_eq!(c.aliases, [Alias::new("gpt-4", "gpt-4o", false), Alias::new("internal-mini", "gpt-4o-mini", true)]);
+
+    let f = &c.fallbacks;
+    assert_eq!(f.general_for("gpt-4o"), ["claude-sonnet".to_owned(), "gpt-4o-mini".to_owned()]);
+    assert_eq!(f.general_for("claude-sonnet"), ["gpt-4o".to_owned()]);
+    assert_eq!(f.general_for("anything-else"), ["gpt-4o-mini".to_owned()]);
+    assert_eq!(f.context_window.get("gpt-4o-mini"), Some(&vec!["gpt-4o".to_owned()]));
+    assert_eq!(f.content_policy.get("claude-sonnet"), Some(&vec!["gpt-4o".to_owned()]));
+    assert_eq!(f.max_fallbacks, 3);
+
+    let s = &c.settings;
+    assert_eq!(s.num_retries, 3);
+    assert_eq!(s.timeout, Some(Duration::from_secs(60)));
+    assert_eq!(s.stream_timeout, None);
+    assert_eq!(s.retry_after, Duration::from_secs(1));
+    assert_eq!(s.allowed_fails, Some(2));
+    assert_eq!(s.cooldown_time, Duration::from_secs(10));
+    assert!(s.enable_pre_call_checks);
+    assert!(!s.enable_tag_filtering && !s.disable_cooldowns);
+    let afp = s.allowed_fails_policy.as_ref().expect("allowed_fails_policy");
+    assert_eq!(afp.get("RateLimitErrorAllowedFails"), Some(&5));
+    let rp = s.retry_policy.as_ref().expect("retry_policy");
+    assert_eq!((rp.get("RateLimitErrorRetries"), rp.get("AuthenticationErrorRetries")), (Some(&4), Some(&0)));
+    let redis = s.redis.as_ref().expect("redis");
+    assert_eq!(redis.host.as_deref(), Some("cache.internal"));
+    assert_eq!(redis.port, Some(6380), "environment_variables wins over the process environment");
+    assert_eq!(redis.password.as_ref().map(|p| p.expose()), Some("redis-SECRET-pw"));
+    assert_eq!(c.master_key.as_ref().map(|k| k.expose()), Some("sk-master-SECRET-key"));
+    assert_eq!(c.seed, Some(42));
+}
+
+#[test]
+fn config_debug_never_shows_an_api_key_a_master_key_or_a_password() {
+    let c = fixture();
+    let debug = format!("{c:?}");
+    assert!(!debug.contains("SECRET"), "{debug}");
+    assert!(debug.contains("azure-eu-1") && debug.contains("temperature"), "Debug still shows the rest");
+    let debug = format!(
+        "{:?}",
+        Config::from_yaml_str_with_env("router_settings: { redis_url: 'redis://:hunter2@cache:6379/0' }", &|_| None,)
+            .expect("loads")
+    );
+    assert!(!debug.contains("hunter2"), "{debug}");
+}
+
+#[test]
+fn from_path_reads_a_file_and_an_unreadable_file_is_an_io_error() {
+    // The fixture's references are not all set in the test process, so the load fails on the
+    // first one, after reading the file.
+    let err = Config::from_path(FIXTURE).expect_err("AZURE_EU_KEY is not set in tests");
+    assert_eq!(err.kind(), ConfigErrorKind::Env, "{err}");
+    let err = Config::from_path("/nonexistent/config.yaml").expect_err("no file");
+    assert_eq!(err.kind(), ConfigErrorKind::Io);
+    assert!(err.to_string().contains("/nonexistent/config.yaml"), "{err}");
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+// ---- ids (census §3.1 row 10) ------------------------------------------------------------
+
+#[test]
+fn same_group_and_params_derive_the_same_id_and_different_params_different_ids() {
+    let yaml = |rpm: u32| {
+        format!(
+            "model_list:\n  - model_name: gpt-4o\n    litellm_params: {{ model: openai/gpt-4o, api_key: k, rpm: {rpm} }}\n"
+        )
+    };
+    let a = load(&yaml(10)).expect("loads");
+    let b = load(&yaml(10)).expect("loads");
+    let c = load(&yaml(20)).expect("loads");
+    assert_eq!(a.deployments[0].id, b.deployments[0].id);
+    assert_ne!(a.deployments[0].id, c.deployments[0].id);
+    let built = Deployment::builder("gpt-4o", "openai/gpt-4o")
+        .api_key(switchyard::layers::ApiKey::new("k"))
+        .rpm(10)
+        .build()
+        .expect("builds");
+    assert_eq!(a.deployments[0].id, built.id, "the config derives ids as the builder does");
+}
+
+#[test]
+fn two_identical_entries_are_rejected_naming_both_indexes() {
+    let yaml = models(&[("a", "openai/x"), ("b", "openai/y"), ("a", "openai/x")]);
+    assert_err(&yaml, ConfigErrorKind::Invalid, "model_list[2]", "model_list[0]");
+}
+
+#[test]
+fn an_explicit_id_used_twice_is_rejected_naming_both_indexes() {
+    let yaml = "model_list:
+  - { model_name: a, litellm_params: { model: openai/x }, model_info: { id: dup } }
+  - { model_name: b, litellm_params: { model: openai/y }, model_info: { id: dup } }";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[1]", "deployment id `dup` is also the id of model_list[0]");
+}
+
+#[test]
+fn a_numeric_id_is_read_as_a_string() {
+    let c = load("model_list: [{ model_name: a, litellm_params: { model: openai/x }, model_info: { id: 7 } }]")
+        .expect("loads");
+    assert_eq!(c.deployments[0].id.as_str(), "7");
+}
+
+// ---- model_list rules --------------------------------------------------------------------
+
+#[test]
+fn an_empty_model_name_is_rejected() {
+    let yaml = "model_list: [{ model_name: '', litellm_params: { model: openai/x } }]";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].model_name", "must not be empty");
+}
+
+#[test]
+fn a_missing_model_name_is_rejected() {
+    let yaml = "model_list: [{ litellm_params: { model: openai/x } }]";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].model_name", "is required");
+}
+
+#[test]
+fn a_missing_provider_model_is_rejected() {
+    let yaml = "model_list:\n  - { model_name: a, litellm_params: { model: openai/x } }\n  - { model_name: b, litellm_params: { api_key: k } }";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[1].litellm_params.model", "is required");
+    let yaml = "model_list: [{ model_name: b }]";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params", "is required");
+}
+
+#[test]
+fn negative_limits_are_rejected_with_their_path() {
+    let entry = |params: &str| {
+        format!(
+            "model_list:\n  - {{ model_name: a, litellm_params: {{ model: openai/x }} }}\n  - {{ model_name: b, litellm_params: {{ model: openai/y }} }}\n  - {{ model_name: c, litellm_params: {{ model: openai/z, {params} }} }}\n"
+        )
+    };
+    for key in [
+        "rpm",
+        "tpm",
+        "max_parallel_requests",
+        "weight",
+        "order",
+        "input_cost_per_token",
+        "output_cost_per_token",
+        "timeout",
+        "stream_timeout",
+        "cooldown_time",
+        "num_retries",
+    ] {
+        let yaml = entry(&format!("{key}: -5"));
+        assert_err(
+            &yaml,
+            ConfigErrorKind::Invalid,
+            &format!("model_list[2].litellm_params.{key}"),
+            "must be >= 0, got -5",
+        );
+    }
+    let err = load_err(&entry("rpm: -5"));
+    assert_eq!(err.to_string(), "model_list[2].litellm_params.rpm: must be >= 0, got -5");
+    assert_err(
+        "model_list: [{ model_name: a, litellm_params: { model: openai/x }, tpm: -1 }]",
+        ConfigErrorKind::Invalid,
+        "model_list[0].tpm",
+        "must be >= 0",
+    );
+    for key in
+        ["num_retries", "timeout", "stream_timeout", "cooldown_time", "retry_after", "max_fallbacks", "allowed_fails"]
+    {
+        let yaml = format!("router_settings: {{ {key}: -1 }}");
+        assert_err(&yaml, ConfigErrorKind::Invalid, &format!("router_settings.{key}"), "must be >= 0, got -1");
+    }
+    assert_err(
+        "litellm_settings: { max_fallbacks: -2 }",
+        ConfigErrorKind::Invalid,
+        "litellm_settings.max_fallbacks",
+        "got -2",
+    );
+}
+
+#[test]
+fn fractional_counts_and_zero_timeouts_are_rejected() {
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, rpm: 2.5 } }]";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.rpm", "whole number");
+    assert_err("router_settings: { timeout: 0 }", ConfigErrorKind::Invalid, "router_settings.timeout", "must be > 0");
+}
+
+#[test]
+fn quoted_numbers_are_read_as_numbers_and_words_are_type_errors() {
+    let c = load("model_list: [{ model_name: a, litellm_params: { model: openai/x, rpm: '100', weight: ' 2.5 ' } }]")
+        .expect("loads");
+    assert_eq!((c.deployments[0].rpm, c.deployments[0].weight), (Some(100), Some(2.5)));
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, rpm: lots } }]";
+    assert_err(yaml, ConfigErrorKind::Type, "model_list[0].litellm_params.rpm", "expected a number");
+}
+
+#[test]
+fn a_value_of_the_wrong_type_is_a_type_error_naming_its_path() {
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, tags: 5 } }]";
+    assert_err(yaml, ConfigErrorKind::Type, "model_list[0].litellm_params.tags", "invalid type");
+    assert_err("model_list: 3", ConfigErrorKind::Type, "model_list", "invalid type");
+    assert_err("- a\n- b", ConfigErrorKind::Type, "", "mapping");
+}
+
+#[test]
+fn a_yaml_syntax_error_names_line_and_column() {
+    let err = load_err("model_list:\n  - model_name: [a,\n");
+    assert_eq!(err.kind(), ConfigErrorKind::Yaml);
+    assert!(err.to_string().contains("line 2"), "{err}");
+}
+
+#[test]
+fn top_level_rpm_tpm_are_copied_but_litellm_params_wins() {
+    let c = load("model_list: [{ model_name: a, rpm: 5, tpm: 7, litellm_params: { model: openai/x, rpm: 9 } }]")
+        .expect("loads");
+    assert_eq!((c.deployments[0].rpm, c.deployments[0].tpm), (Some(9), Some(7)));
+}
+
+#[test]
+fn region_and_region_name_are_both_accepted() {
+    let c = load("model_list: [{ model_name: a, litellm_params: { model: openai/x, region: us } }]").expect("loads");
+    assert_eq!(c.deployments[0].region.as_deref(), Some("us"));
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, region: us, region_name: eu } }]";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.region_name", "differs");
+}
+
+// ---- os.environ ----------------------------------------------------------------------------
+
+#[test]
+fn os_environ_references_resolve_in_litellm_params_including_provider_params() {
+    let yaml = "model_list:
+  - model_name: a
+    litellm_params:
+      model: openai/x
+      api_key: os.environ/KEY
+      rpm: os.environ/RPM
+      extra_headers: { X-Team: os.environ/TEAM }";
+    let env = |name: &str| match name {
+        "KEY" => Some("sk-1".to_owned()),
+        "RPM" => Some("120".to_owned()),
+        "TEAM" => Some("search".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_yaml_str_with_env(yaml, &env).expect("loads");
+    let d = &c.deployments[0];
+    assert_eq!(d.api_key.as_ref().map(|k| k.expose()), Some("sk-1"));
+    assert_eq!(d.rpm, Some(120));
+    assert_eq!(d.params.get("extra_headers"), Some(&serde_json::json!({"X-Team": "search"})));
+}
+
+#[test]
+fn a_missing_environment_variable_is_an_error_naming_the_path_and_the_variable() {
+    let yaml = "model_list:\n  - { model_name: a, litellm_params: { model: openai/x, api_key: os.environ/NOPE_KEY } }";
+    assert_err(yaml, ConfigErrorKind::Env, "model_list[0].litellm_params.api_key", "`NOPE_KEY` is not set");
+    let yaml = "general_settings: { master_key: os.environ/NOPE_MASTER }";
+    assert_err(yaml, ConfigErrorKind::Env, "general_settings.master_key", "NOPE_MASTER");
+}
+
+#[test]
+fn a_secret_in_the_wrong_place_is_not_echoed_by_the_error() {
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, rpm: os.environ/KEY } }]";
+    let err = Config::from_yaml_str_with_env(yaml, &|_| Some("sk-live-SECRET".to_owned())).expect_err("not a number");
+    assert_eq!(err.path(), "model_list[0].litellm_params.rpm");
+    assert!(!err.to_string().contains("SECRET") && !format!("{err:?}").contains("SECRET"), "{err}");
+}
+
+#[test]
+fn environment_variables_section_feeds_os_environ_references() {
+    let yaml = "environment_variables: { KEY: from-config }
+model_list: [{ model_name: a, litellm_params: { model: openai/x, api_key: os.environ/KEY } }]";
+    let c = Config::from_yaml_str_with_env(yaml, &|_| Some("from-env".to_owned())).expect("loads");
+    assert_eq!(c.deployments[0].api_key.as_ref().map(|k| k.expose()), Some("from-config"));
+}
+
+#[test]
+fn from_yaml_str_reads_the_process_environment() {
+    // PATH is set in every test environment.
+    let c = Config::from_yaml_str(
+        "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_base: os.environ/PATH } }]",
+    )
+    .expect("loads");
+    assert_eq!(c.deployments[0].api_base, std::env::var("PATH").ok());
+}
+
+// ---- warnings ------------------------------------------------------------------------------
+
+#[test]
+fn unknown_keys_are_warned_once_each_and_never_fail_the_load() {
+    let c = fixture();
+    for key in [
+        "litellm_settings.drop_params",
+        "litellm_settings.set_verbose",
+        "litellm_settings.success_callback",
+        "litellm_settings.callbacks",
+        "litellm_settings.cache",
+        "litellm_settings.cache_params",
+        "general_settings.database_url",
+        "general_settings.alerting",
+        "include",
+        "model_list[3].litellm_params.max_budget",
+        "model_list[3].litellm_params.budget_duration",
+        "litellm_settings.num_retries",
+        "litellm_settings.request_timeout",
+    ] {
+        let key = format!("`{}`", key.trim_matches('`'));
+        let n = c.warnings.iter().filter(|w| w.contains(&key)).count();
+        assert_eq!(n, 1, "one warning for {key}: {:#?}", c.warnings);
+    }
+    assert!(
+        !c.warnings.iter().any(|w| w.contains("model_info.base_model") || w.contains("model_info.mode")),
+        "LiteLLM metadata is accepted silently: {:#?}",
+        c.warnings
+    );
+}
+
+#[test]
+fn a_key_repeated_in_every_model_list_entry_warns_once() {
+    let yaml = "model_list:
+  - { model_name: a, litellm_params: { model: openai/x, max_budget: 1 }, model_info: { color: red } }
+  - { model_name: b, litellm_params: { model: openai/y, max_budget: 2 }, model_info: { color: blue } }";
+    let c = load(yaml).expect("loads");
+    assert_eq!(c.warnings.len(), 2, "{:#?}", c.warnings);
+}
+
+// ---- router_settings and litellm_settings --------------------------------------------------
+
+#[test]
+fn router_settings_win_over_litellm_settings_which_apply_alone() {
+    let c = load(
+        &(models(&[("y", "openai/y")])
+            + "router_settings: { num_retries: 1, cooldown_time: 0 }
+litellm_settings: { num_retries: 4, allowed_fails: 7, request_timeout: 90, cooldown_time: 9,
+                    model_group_alias: { x: y } }"),
+    )
+    .expect("loads");
+    assert_eq!(c.aliases, [Alias::new("x", "y", false)], "`y` is a name, not YAML 1.1 `true`");
+    assert_eq!(c.settings.num_retries, 1);
+    assert_eq!(c.settings.cooldown_time, Duration::ZERO, "0 is kept, not turned into 5 s");
+    assert_eq!(c.settings.allowed_fails, Some(7));
+    assert_eq!(c.settings.timeout, Some(Duration::from_secs(90)));
+    assert!(c.warnings.iter().any(|w| w.contains("litellm_settings.num_retries")), "{:#?}", c.warnings);
+}
+
+#[test]
+fn defaults_are_litellm_defaults() {
+    let c = load("model_list: []").expect("loads");
+    assert_eq!(c.settings.num_retries, 2);
+    assert_eq!(c.settings.cooldown_time, Duration::from_secs(5));
+    assert_eq!(c.settings.allowed_fails, None);
+    assert_eq!(c.fallbacks.max_fallbacks, 5);
+    assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
+    assert!(c.warnings.is_empty());
+    assert!(load("").expect("an empty document is an empty config").deployments.is_empty());
+}
+
+#[test]
+fn unknown_routing_strategy_is_rejected_listing_the_valid_ones() {
+    let err = load_err("router_settings: { routing_strategy: fastest }");
+    assert_eq!((err.kind(), err.path()), (ConfigErrorKind::Invalid, "router_settings.routing_strategy"));
+    for (name, _) in RoutingStrategy::ALL {
+        assert!(err.to_string().contains(name), "{err}");
+    }
+}
+
+#[test]
+fn usage_based_routing_v2_is_accepted() {
+    let c = load("router_settings: { routing_strategy: usage-based-routing-v2 }").expect("loads");
+    assert_eq!(c.routing_strategy, RoutingStrategy::UsageBased);
+}
+
+#[test]
+fn unknown_policy_fields_are_rejected_listing_the_valid_ones() {
+    assert_err(
+        "router_settings: { retry_policy: { RateLimitRetries: 1 } }",
+        ConfigErrorKind::Invalid,
+        "router_settings.retry_policy.RateLimitRetries",
+        "RateLimitErrorRetries",
+    );
+    assert_err(
+        "router_settings: { allowed_fails_policy: { RateLimitErrorAllowedFails: -1 } }",
+        ConfigErrorKind::Invalid,
+        "router_settings.allowed_fails_policy.RateLimitErrorAllowedFails",
+        "must be >= 0",
+    );
+}
+
+#[test]
+fn latency_arguments_out_of_range_are_rejected() {
+    let at = "router_settings.routing_strategy_args.";
+    assert_err(
+        "router_settings: { routing_strategy_args: { lowest_latency_buffer: -0.5 } }",
+        ConfigErrorKind::Invalid,
+        &format!("{at}lowest_latency_buffer"),
+        "got -0.5",
+    );
+    assert_err(
+        "router_settings: { routing_strategy_args: { max_latency_list_size: 0 } }",
+        ConfigErrorKind::Invalid,
+        &format!("{at}max_latency_list_size"),
+        ">= 1",
+    );
+    assert_err(
+        "router_settings: { routing_strategy_args: { ttl: -3 } }",
+        ConfigErrorKind::Invalid,
+        &format!("{at}ttl"),
+        "got -3",
+    );
+}
+
+// ---- aliases -------------------------------------------------------------------------------
+
+#[test]
+fn hidden_alias_is_parsed_and_a_plain_alias_is_visible() {
+    let yaml = models(&[("gpt-4o", "openai/gpt-4o")])
+        + "router_settings:\n  model_group_alias:\n    gpt-4: gpt-4o\n    secret-4: { model: gpt-4o, hidden: true }\n";
+    let c = load(&yaml).expect("loads");
+    assert_eq!(c.aliases, [Alias::new("gpt-4", "gpt-4o", false), Alias::new("secret-4", "gpt-4o", true)]);
+}
+
+#[test]
+fn alias_pointing_at_an_unknown_group_is_rejected() {
+    let yaml = models(&[("gpt-4o", "openai/gpt-4o")]) + "router_settings: { model_group_alias: { gpt-4: gpt-5 } }\n";
+    assert_err(
+        &yaml,
+        ConfigErrorKind::Invalid,
+        "router_settings.model_group_alias.gpt-4",
+        "`gpt-5` is not a model group",
+    );
+    let yaml = models(&[("gpt-4o", "openai/gpt-4o")]) + "router_settings: { model_group_alias: { a: gpt-4o, b: a } }\n";
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.model_group_alias.b", "is an alias");
+    let yaml =
+        models(&[("gpt-4o", "openai/gpt-4o")]) + "router_settings: { model_group_alias: { a: { hidden: true } } }\n";
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.model_group_alias.a.model", "is required");
+}
+
+// ---- fallbacks -----------------------------------------------------------------------------
+
+fn with_groups(settings: &str) -> String {
+    models(&[("a", "openai/a"), ("b", "openai/b"), ("c", "openai/c"), ("d", "openai/d"), ("openai/*", "openai/*")])
+        + settings
+}
+
+#[test]
+fn fallback_entry_with_two_keys_is_rejected_with_its_path() {
+    let yaml = with_groups("router_settings:\n  fallbacks: [{a: [b]}, {c: [d], b: [a]}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.fallbacks[1]", "exactly one key");
+    let yaml = with_groups("litellm_settings:\n  context_window_fallbacks: [{}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "litellm_settings.context_window_fallbacks[0]", "found 0");
+    let yaml = with_groups("router_settings:\n  fallbacks: [a]\n");
+    assert_err(&yaml, ConfigErrorKind::Type, "router_settings.fallbacks[0]", "mapping");
+    let yaml = with_groups("router_settings:\n  fallbacks: {a: [b]}\n");
+    assert_err(&yaml, ConfigErrorKind::Type, "router_settings.fallbacks", "list");
+}
+
+#[test]
+fn fallback_values_may_be_a_group_or_a_list_of_groups() {
+    let c = load(&with_groups("router_settings:\n  fallbacks: [{a: b}, {b: [c, d]}]\n")).expect("loads");
+    assert_eq!(c.fallbacks.general_for("a"), ["b".to_owned()]);
+    assert_eq!(c.fallbacks.general_for("b"), ["c".to_owned(), "d".to_owned()]);
+    let yaml = with_groups("router_settings:\n  fallbacks: [{a: [b, 3]}]\n");
+    assert_err(&yaml, ConfigErrorKind::Type, "router_settings.fallbacks[0].a[1]", "model group");
+}
+
+#[test]
+fn star_key_in_fallbacks_is_the_default_list() {
+    let c = load(&with_groups("router_settings:\n  fallbacks: [{a: [b]}, {'*': [c, d]}]\n")).expect("loads");
+    assert_eq!(c.fallbacks.default, ["c", "d"]);
+    assert!(!c.fallbacks.general.contains_key("*"));
+    assert_eq!(c.fallbacks.general_for("b"), ["c".to_owned(), "d".to_owned()]);
+    let c = load(&with_groups("router_settings:\n  default_fallbacks: d\n")).expect("loads");
+    assert_eq!(c.fallbacks.default, ["d"]);
+}
+
+#[test]
+fn fallbacks_naming_an_unknown_group_are_rejected_at_the_key_or_the_target() {
+    let yaml = with_groups("router_settings:\n  fallbacks: [{a: [b]}, {zzz: [a]}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.fallbacks[1]", "`zzz` is not a model group");
+    let yaml = with_groups("router_settings:\n  fallbacks: [{a: [b, zzz]}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.fallbacks[0].a[1]", "`zzz`");
+    let yaml = with_groups("router_settings:\n  fallbacks: [{a: zzz}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.fallbacks[0].a", "`zzz`");
+    let yaml = with_groups("litellm_settings:\n  content_policy_fallbacks: [{a: [zzz]}]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "litellm_settings.content_policy_fallbacks[0].a[0]", "`zzz`");
+    let yaml = with_groups("router_settings:\n  default_fallbacks: [b, zzz]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.default_fallbacks[1]", "`zzz`");
+}
+
+#[test]
+fn fallbacks_may_name_aliases_and_names_a_wildcard_group_matches() {
+    let yaml = with_groups(
+        "router_settings:\n  model_group_alias: { fast: a }\n  fallbacks: [{fast: [openai/gpt-4o]}, {'*': [b]}]\n",
+    );
+    let c = load(&yaml).expect("loads");
+    assert_eq!(c.fallbacks.general_for("fast"), ["openai/gpt-4o".to_owned()]);
+}
+
+#[test]
+fn a_group_listed_twice_in_fallbacks_keeps_its_first_entry_and_warns() {
+    let c = load(&with_groups("router_settings:\n  fallbacks: [{a: [b]}, {a: [c]}]\n")).expect("loads");
+    assert_eq!(c.fallbacks.general_for("a"), ["b".to_owned()]);
+    assert!(c.warnings.iter().any(|w| w.contains("router_settings.fallbacks[1]")), "{:#?}", c.warnings);
+}
+
+// ---- routing groups ------------------------------------------------------------------------
+
+#[test]
+fn routing_group_rules_are_enforced_with_their_path() {
+    let group = |name: &str, models: &str| {
+        format!("    - {{ group_name: {name}, models: [{models}], routing_strategy: least-busy }}\n")
+    };
+    let yaml = with_groups(&format!("router_settings:\n  routing_groups:\n{}{}", group("x", "a"), group("x", "b")));
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.routing_groups[1].group_name", "used twice");
+    let yaml = with_groups(&format!("router_settings:\n  routing_groups:\n{}", group("default", "a")));
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.routing_groups[0].group_name", "reserved");
+    let yaml = with_groups(&format!("router_settings:\n  routing_groups:\n{}{}", group("x", "a, b"), group("y", "b")));
+    assert_err(
+        &yaml,
+        ConfigErrorKind::Invalid,
+        "router_settings.routing_groups[1].models",
+        "`b` is in routing groups `x` and `y`",
+    );
+    let yaml =
+        with_groups("router_settings:\n  routing_groups: [{ group_name: x, models: [a], routing_strategy: lar1 }]\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.routing_groups[0].routing_strategy", "simple-shuffle");
+}
+
+#[test]
+fn a_routing_group_naming_an_unknown_model_only_warns() {
+    let c = load(&with_groups("router_settings:\n  routing_groups: [{ group_name: x, models: [a, nope], routing_strategy: cost-based-routing }]\n"))
+        .expect("loads");
+    assert!(c.warnings.iter().any(|w| w.contains("`nope`")), "{:#?}", c.warnings);
+}
+
+// ---- a config built in code ----------------------------------------------------------------
+
+#[test]
+fn validate_checks_a_config_built_in_code_and_names_its_fields() {
+    let d = |group: &str, id: &str| Deployment::builder(group, "openai/x").id(id).build().expect("builds");
+    let mut c = Config::default();
+    c.deployments = vec![d("a", "1"), d("b", "2")];
+    c.aliases.push(Alias::new("fast", "a", false));
+    c.fallbacks.general.insert("a".into(), vec!["b".into(), "fast".into()]);
+    assert!(c.validate().is_ok());
+
+    let mut dup = c.clone();
+    dup.deployments.push(d("c", "1"));
+    let err = dup.validate().expect_err("duplicate id");
+    assert_eq!(err.path(), "deployments[2]");
+    assert!(err.to_string().contains("deployments[0]"), "{err}");
+
+    let mut unknown = c.clone();
+    unknown.fallbacks.general.insert("b".into(), vec!["zzz".into()]);
+    assert_eq!(unknown.validate().expect_err("unknown target").path(), "fallbacks.general.b[0]");
+
+    let mut alias = c.clone();
+    alias.aliases.push(Alias::new("slow", "nope", false));
+    assert_eq!(alias.validate().expect_err("unknown alias target").path(), "aliases[1]");
+}
+
+// ---- robustness ----------------------------------------------------------------------------
+
+#[test]
+fn odd_documents_are_errors_not_panics() {
+    let deep = "[".repeat(10_000);
+    for yaml in [
+        "42",
+        "~",
+        "model_list: [~]",
+        "model_list: [{ model_name: a, litellm_params: ~ }]",
+        "model_list: [{ model_name: a, litellm_params: { model: x, rpm: 1e300 } }]",
+        "model_list: [{ model_name: a, litellm_params: { model: x, rpm: 99999999999999999999999 } }]",
+        "model_list: [{ model_name: a, litellm_params: { model: x, timeout: 1e300 } }]",
+        "router_settings: { redis_port: 70000 }",
+        "router_settings: ~\nlitellm_settings: ~\ngeneral_settings: ~",
+        "router_settings: { fallbacks: ~, model_group_alias: ~ }",
+        "environment_variables: { A: [1] }",
+        "model_list: [{ model_name: a, litellm_params: { model: os.environ/ } }]",
+        "a: &x [*x]",
+        deep.as_str(),
+    ] {
+        let _ = load(yaml);
+    }
+}
