@@ -80,7 +80,8 @@ impl Service<http::Request<Bytes>> for EchoProvider {
     fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
         let selected = req.route_ctx().and_then(|c| c.selected.clone());
         Box::pin(async move {
-            let d = selected.ok_or_else(|| RouteError::new(RouteErrorKind::MissingContext, "no deployment selected"))?;
+            let d =
+                selected.ok_or_else(|| RouteError::new(RouteErrorKind::MissingContext, "no deployment selected"))?;
             Ok(http::Response::new(RouteBody::from(format!("hello from {}", d.model))))
         })
     }
@@ -90,7 +91,8 @@ impl Service<http::Request<Bytes>> for EchoProvider {
 async fn main() -> Result<(), BoxError> {
     let registry = Arc::new(Registry::new());
     registry.add(Deployment::builder("chat", "openai/gpt-4o-mini").weight(3.0).build()?)?;
-    registry.add(Deployment::builder("chat", "vllm/llama-3.1-8b").api_base("http://10.0.0.7:8000").weight(1.0).build()?)?;
+    registry
+        .add(Deployment::builder("chat", "vllm/llama-3.1-8b").api_base("http://10.0.0.7:8000").weight(1.0).build()?)?;
     let store = Arc::new(StateStore::memory());
 
     let audit = AuditLayer::default();

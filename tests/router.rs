@@ -8,7 +8,7 @@ use std::{
 
 use futures_util::StreamExt;
 use switchyard::{
-    Config, Router, RouteErrorKind,
+    Config, RouteErrorKind, Router,
     layers::Deployment,
     services::{
         openai::{ChatMessage, ChatRequest, EmbeddingRequest},

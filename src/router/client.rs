@@ -11,9 +11,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt, stream::BoxStream};
 use http_body_util::BodyExt;
 use serde::{Serialize, de::DeserializeOwned};
-use switchyard_layers::{
-    Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, Served, ctx::Endpoint,
-};
+use switchyard_layers::{Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, Served, ctx::Endpoint};
 use switchyard_services::openai::{
     ChatChunk, ChatCompletion, ChatRequest, EmbeddingRequest, EmbeddingResponse, SseDecoder, SseEvent, facts_from_json,
 };
@@ -81,7 +79,8 @@ struct StreamState {
 }
 
 fn malformed(what: &str, e: impl fmt::Display) -> RouteError {
-    RouteError::new(RouteErrorKind::Upstream, format!("malformed {what} from upstream: {e}")).with_outcome(Outcome::Transport)
+    RouteError::new(RouteErrorKind::Upstream, format!("malformed {what} from upstream: {e}"))
+        .with_outcome(Outcome::Transport)
 }
 
 impl Router {
