@@ -85,6 +85,12 @@ pub struct RequestFacts {
     pub required_params: Vec<String>,
     /// Input tokens, counted at most once per request by whichever layer needs them first.
     pub input_tokens: OnceLock<u64>,
+    /// Per-request `num_retries` (overrides every configured value).
+    pub num_retries: Option<u32>,
+    /// Per-request `fallbacks`: groups to try, in order, instead of the configured general table.
+    pub fallbacks: Option<Vec<String>>,
+    /// Per-request `disable_fallbacks`.
+    pub disable_fallbacks: bool,
 }
 
 impl RequestFacts {
@@ -120,6 +126,24 @@ impl RequestFacts {
     /// Sets the session id.
     pub fn session(mut self, session: Option<String>) -> Self {
         self.session = session;
+        self
+    }
+
+    /// Sets the per-request retry count.
+    pub fn num_retries(mut self, n: Option<u32>) -> Self {
+        self.num_retries = n;
+        self
+    }
+
+    /// Sets the per-request fallback groups.
+    pub fn fallbacks(mut self, groups: Option<Vec<String>>) -> Self {
+        self.fallbacks = groups;
+        self
+    }
+
+    /// Disables fallbacks for this request.
+    pub fn disable_fallbacks(mut self, disable: bool) -> Self {
+        self.disable_fallbacks = disable;
         self
     }
 
@@ -167,6 +191,8 @@ const TRAIL_MAX: usize = 64;
 #[non_exhaustive]
 pub struct RouteCtx {
     requested: Arc<str>,
+    /// The name this hop routes to: the requested name, then each fallback group.
+    target: Arc<str>,
     /// The resolved group of the current hop; `None` until a layer resolves the requested name.
     pub group: Option<Arc<Group>>,
     /// The alias the caller used, if any.
@@ -191,6 +217,7 @@ impl fmt::Debug for RouteCtx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RouteCtx")
             .field("requested", &self.requested)
+            .field("target", &self.target)
             .field("group", &self.group.as_ref().map(|g| g.name()))
             .field("candidates", &self.candidates.as_ref().map(|c| c.iter().map(|d| &d.id).collect::<Vec<_>>()))
             .field("excluded", &self.excluded)
@@ -210,8 +237,10 @@ impl RouteCtx {
 
     /// A context with request facts.
     pub fn with_facts(model: impl Into<Arc<str>>, facts: RequestFacts) -> Self {
+        let requested: Arc<str> = model.into();
         Self {
-            requested: model.into(),
+            target: requested.clone(),
+            requested,
             group: None,
             alias: None,
             candidates: None,
@@ -228,6 +257,24 @@ impl RouteCtx {
     /// The name the caller asked for.
     pub fn requested(&self) -> &str {
         &self.requested
+    }
+
+    /// The name the current hop routes to: the requested name, or the fallback group of a hop.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// Moves the request to another model group (a fallback hop): sets the target, clears the
+    /// resolved group, candidates, exclusions and selection, and counts the hop. The deadline,
+    /// the facts and the trail are kept.
+    pub fn hop_to(&mut self, group: impl Into<Arc<str>>) {
+        self.target = group.into();
+        self.group = None;
+        self.alias = None;
+        self.candidates = None;
+        self.excluded.clear();
+        self.selected = None;
+        self.hop += 1;
     }
 
     /// The request facts.
@@ -269,7 +316,7 @@ impl RouteCtx {
         registry: &crate::Registry,
     ) -> Result<&mut Vec<Arc<Deployment>>, crate::RouteError> {
         if self.group.is_none() {
-            let resolved = registry.resolve(&self.requested)?;
+            let resolved = registry.resolve(&self.target)?;
             self.group = Some(resolved.group);
             self.alias = resolved.alias;
         }
@@ -326,6 +373,8 @@ pub struct Served {
     pub model: String,
     /// Attempts made in the whole call, this one included.
     pub attempts: u32,
+    /// Retries made in the group that answered (0 when its first attempt served).
+    pub retries: u32,
     /// Fallback hops made.
     pub hops: u32,
     /// Earlier attempts of this call that failed, oldest first.

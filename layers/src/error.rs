@@ -17,7 +17,7 @@ use std::{error::Error as StdError, fmt, sync::Arc, time::Duration};
 use bytes::Bytes;
 use http::StatusCode;
 
-use crate::{DeploymentId, Outcome};
+use crate::{AttemptRecord, DeploymentId, Outcome};
 
 /// The error type at layer boundaries.
 pub type BoxError = Box<dyn StdError + Send + Sync>;
@@ -80,6 +80,7 @@ struct Inner {
     status: Option<StatusCode>,
     body: Option<Bytes>,
     known: Vec<String>,
+    trail: Vec<AttemptRecord>,
     source: Option<BoxError>,
 }
 
@@ -97,6 +98,7 @@ impl RouteError {
                 status: None,
                 body: None,
                 known: Vec::new(),
+                trail: Vec::new(),
                 source: None,
             }),
         }
@@ -145,6 +147,12 @@ impl RouteError {
     pub fn with_upstream_response(mut self, status: StatusCode, body: Bytes) -> Self {
         self.inner.status = Some(status);
         self.inner.body = Some(body);
+        self
+    }
+
+    /// Attaches the trail of every attempt of the call (group, deployment, outcome, message).
+    pub fn with_trail(mut self, trail: Vec<AttemptRecord>) -> Self {
+        self.inner.trail = trail;
         self
     }
 
@@ -199,6 +207,11 @@ impl RouteError {
         &self.inner.known
     }
 
+    /// Every attempt of the call, oldest first, when the outermost routing layer attached them.
+    pub fn trail(&self) -> &[AttemptRecord] {
+        &self.inner.trail
+    }
+
     /// The message without the kind.
     pub fn message(&self) -> &str {
         &self.inner.message
@@ -249,6 +262,7 @@ impl RouteError {
                     copy.inner.status = route.inner.status;
                     copy.inner.body = route.inner.body.clone();
                     copy.inner.known = route.inner.known.clone();
+                    copy.inner.trail = route.inner.trail.clone();
                     copy.with_source(other)
                 }
                 None => RouteError::new(RouteErrorKind::Upstream, other.to_string())

@@ -80,6 +80,12 @@ impl Outcome {
         self == Self::Success
     }
 
+    /// Whether another attempt may succeed where this one failed (LiteLLM's `_should_retry`:
+    /// 408, 409, 429, 5xx, plus connection failures and broken transfers).
+    pub fn is_retryable(self) -> bool {
+        matches!(self, Self::RateLimited | Self::Timeout | Self::ServerError | Self::Connect | Self::Transport)
+    }
+
     /// A short stable name (`rate_limited`, `server_error`, ...) for logs, metrics and trails.
     pub fn as_str(self) -> &'static str {
         match self {

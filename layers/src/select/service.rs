@@ -150,6 +150,7 @@ where
             let span = tracing::info_span!(
                 "attempt",
                 requested = ctx.requested(),
+                target = ctx.target(),
                 group = %group.name(),
                 deployment = %chosen.id,
                 model = %chosen.model,
@@ -187,6 +188,7 @@ where
                             deployment: chosen.id.clone(),
                             model: chosen.model.clone(),
                             attempts: attempt,
+                            retries: 0,
                             hops,
                             failed,
                         });

@@ -28,6 +28,12 @@ struct Probe {
     response_format: Option<IgnoredAny>,
     #[serde(default)]
     tools: Option<IgnoredAny>,
+    #[serde(default)]
+    num_retries: Option<Value>,
+    #[serde(default)]
+    fallbacks: Option<Value>,
+    #[serde(default)]
+    disable_fallbacks: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -45,7 +51,9 @@ struct Metadata {
 /// - tags: `metadata.tags`, else top-level `tags`; a list of strings or one comma-separated string;
 /// - `allowed_model_region`: a string;
 /// - `metadata.session_id`: a string or a number;
-/// - required parameters: each of [`REQUIRED_PARAM_NAMES`] present and not `null`.
+/// - required parameters: each of [`REQUIRED_PARAM_NAMES`] present and not `null`;
+/// - routing overrides (LiteLLM request keys): `num_retries` (a non-negative integer),
+///   `fallbacks` (a list of group names), `disable_fallbacks` (a boolean).
 ///
 /// The input-token count is left empty: it is counted lazily by the first layer that needs it.
 /// Anything malformed is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
@@ -62,6 +70,11 @@ struct Metadata {
 /// assert_eq!(facts.tags, ["eu"]);
 /// assert_eq!(facts.session.as_deref(), Some("s1"));
 /// assert_eq!(facts.required_params, ["tools"]);
+///
+/// let body = br#"{"model":"gpt-4o","num_retries":0,"fallbacks":["gpt-4o-mini"],"disable_fallbacks":false}"#;
+/// let (_, facts) = facts_from_json(body, Endpoint::Chat)?;
+/// assert_eq!(facts.num_retries, Some(0));
+/// assert_eq!(facts.fallbacks.as_deref(), Some(&["gpt-4o-mini".to_owned()][..]));
 /// # Ok::<(), switchyard_layers::RouteError>(())
 /// ```
 pub fn facts_from_json(body: &[u8], endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
@@ -113,12 +126,44 @@ pub fn facts_from_json(body: &[u8], endpoint: Endpoint) -> Result<(String, Reque
         }
     };
 
+    let num_retries = match probe.num_retries {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64().and_then(|v| u32::try_from(v).ok()) {
+            Some(v) => Some(v),
+            None => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {n}"))),
+        },
+        Some(other) => return Err(invalid(format!("`num_retries` must be an integer, got {}", kind_of(&other)))),
+    };
+    let fallbacks = match probe.fallbacks {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(items)) => Some(
+            items
+                .into_iter()
+                .map(|t| match t {
+                    Value::String(s) => Ok(s),
+                    other => Err(invalid(format!("`fallbacks` must hold group names, got {}", kind_of(&other)))),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Some(other) => return Err(invalid(format!("`fallbacks` must be a list, got {}", kind_of(&other)))),
+    };
+    let disable_fallbacks = match probe.disable_fallbacks {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => b,
+        Some(other) => {
+            return Err(invalid(format!("`disable_fallbacks` must be a boolean, got {}", kind_of(&other))));
+        }
+    };
+
     let mut facts = RequestFacts::new()
         .endpoint(endpoint)
         .streaming(stream && endpoint != Endpoint::Embedding)
         .tags(tags)
         .region(region)
-        .session(session);
+        .session(session)
+        .num_retries(num_retries)
+        .fallbacks(fallbacks)
+        .disable_fallbacks(disable_fallbacks);
     let present = [probe.response_format.is_some(), probe.tools.is_some()];
     facts.required_params =
         REQUIRED_PARAM_NAMES.iter().zip(present).filter(|(_, p)| *p).map(|(n, _)| (*n).to_owned()).collect();
