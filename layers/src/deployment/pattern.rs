@@ -70,15 +70,15 @@ pub fn pattern_matches(pattern: &str, name: &str) -> bool {
 }
 
 /// Substitutes captured segments into a provider model's own wildcards, in order. When the
-/// provider model has no wildcard it is used as is; when the counts differ, the requested name
-/// replaces the first wildcard (LiteLLM's rule for `model_name: "*"` with `model: "openai/*"`).
+/// provider model has no wildcard it is used as is; when the counts differ, the requested name is
+/// used whole (LiteLLM's rule).
 pub(crate) fn substitute(model: &str, captures: &[&str], requested: &str) -> String {
     let slots = model.matches('*').count();
     if slots == 0 {
         return model.to_owned();
     }
     if slots != captures.len() {
-        return model.replacen('*', requested, 1).replace('*', "");
+        return requested.to_owned();
     }
     let mut out = String::with_capacity(model.len() + requested.len());
     let mut caps = captures.iter();
@@ -133,6 +133,6 @@ mod tests {
         assert_eq!(substitute("openai/*", &["gpt-4o"], "openai/gpt-4o"), "openai/gpt-4o");
         assert_eq!(substitute("openai/*", &["gpt-4o"], "gpt-4o"), "openai/gpt-4o");
         assert_eq!(substitute("openai/fixed", &["x"], "x"), "openai/fixed");
-        assert_eq!(substitute("openai/*", &["a", "b"], "a-b"), "openai/a-b");
+        assert_eq!(substitute("openai/*", &["a", "b"], "a-b"), "a-b");
     }
 }

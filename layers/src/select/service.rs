@@ -120,6 +120,13 @@ where
                     strategy.pick(&sel, &mut rng)
                 };
                 let Some(i) = picked else {
+                    // The strategy filtered every candidate by its limits: report when the first frees.
+                    if soonest_free.is_none() {
+                        for d in &list {
+                            let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await?;
+                            soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
+                        }
+                    }
                     return Err(all_limited(&group, soonest_free));
                 };
                 let d = list[i].clone();
@@ -210,6 +217,10 @@ where
                             store.local().record_latency(&chosen.id, elapsed.as_secs_f64(), elapsed);
                         }
                         _ => {}
+                    }
+                    // Nothing was served: the request keeps its slot, its token estimate is released.
+                    if let Some(r) = &reservation {
+                        store.reconcile_detached(r, 0);
                     }
                     drop(in_flight);
                     Err(e)

@@ -120,6 +120,20 @@ impl MemoryBackend {
             let tick = w.add(now, 1, tokens);
             return Admission::Admitted(Reservation { id: id.clone(), tick, tokens });
         }
+        Admission::Full { retry_in: self.wait_for_room(&mut w, now, limits, tokens) }
+    }
+
+    pub(super) fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Duration {
+        let now = Instant::now();
+        match self.usage.get_mut(id) {
+            Some(mut w) => self.wait_for_room(&mut w, now, limits, tokens),
+            None if limits.admits(WindowUsage::default(), tokens) => Duration::ZERO,
+            None => self.config.usage_window,
+        }
+    }
+
+    fn wait_for_room(&self, w: &mut SlidingWindow, now: Instant, limits: Limits, tokens: u64) -> Duration {
+        let Pair { a, b } = w.totals(now);
         let mut retry_in = Duration::ZERO;
         if let Some(rpm) = limits.rpm
             && a >= rpm
@@ -140,7 +154,7 @@ impl MemoryBackend {
             };
             retry_in = retry_in.max(wait);
         }
-        Admission::Full { retry_in }
+        retry_in
     }
 
     pub(super) fn reconcile(&self, r: &Reservation, actual: u64) {

@@ -255,6 +255,14 @@ impl StateStore {
         }
     }
 
+    /// How long until `id`'s window has room for one more request of `tokens` under `limits`,
+    /// without reserving anything (zero when it has room now).
+    pub async fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Result<Duration, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(m.room_in(id, limits, tokens)),
+        }
+    }
+
     /// Replaces a reservation's token estimate with the real usage.
     pub async fn reconcile(&self, reservation: &Reservation, actual_tokens: u64) -> Result<(), StoreError> {
         match &self.backend {
