@@ -26,11 +26,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod body;
+pub mod cooldown;
 pub mod ctx;
 pub mod deployment;
 pub mod error;
 pub mod fallback;
 pub mod outcome;
+pub mod redact;
 pub mod select;
 pub mod state;
 

@@ -207,7 +207,8 @@ where
                     let route = RouteError::find(&*e);
                     let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
                     span.record("outcome", outcome.as_str());
-                    trail.record(record(outcome, Some(e.to_string())));
+                    let known: Vec<&str> = chosen.api_key.iter().map(|k| k.expose()).collect();
+                    trail.record(record(outcome, Some(crate::redact::redact(&e.to_string(), &known, 200))));
                     match outcome {
                         crate::Outcome::RateLimited => {
                             let wait = route.and_then(RouteError::retry_after).unwrap_or(Duration::from_secs(1));

@@ -6,10 +6,34 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Cooldown, Limits, OutcomeCounts, Reservation, StoreConfig, WindowUsage,
+    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, StoreConfig, WindowUsage,
     window::{Pair, SlidingWindow},
 };
 use crate::DeploymentId;
+
+/// A deployment's cooldown record. With half-open recovery the record outlives its deadline: the
+/// deployment then waits for one successful probe.
+#[derive(Debug)]
+struct Bench {
+    cooldown: Cooldown,
+    half_open: bool,
+    probe_until: Option<Instant>,
+}
+
+impl Bench {
+    fn state(&self, now: Instant) -> CooldownState {
+        if self.cooldown.until > now {
+            CooldownState::CoolingDown(self.cooldown.clone())
+        } else if self.half_open {
+            CooldownState::HalfOpen {
+                strikes: self.cooldown.strikes,
+                probing: self.probe_until.is_some_and(|u| u > now),
+            }
+        } else {
+            CooldownState::Available
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Spend {
@@ -22,7 +46,7 @@ struct Spend {
 pub(super) struct MemoryBackend {
     base: Instant,
     config: StoreConfig,
-    cooldowns: DashMap<DeploymentId, Cooldown>,
+    benches: DashMap<DeploymentId, Bench>,
     usage: DashMap<DeploymentId, SlidingWindow>,
     outcomes: DashMap<DeploymentId, SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
@@ -33,7 +57,7 @@ impl MemoryBackend {
         Self {
             base: Instant::now(),
             config,
-            cooldowns: DashMap::new(),
+            benches: DashMap::new(),
             usage: DashMap::new(),
             outcomes: DashMap::new(),
             spend: DashMap::new(),
@@ -45,50 +69,93 @@ impl MemoryBackend {
     }
 
     pub(super) fn cooldowns(&self, ids: &[DeploymentId]) -> Vec<Option<Cooldown>> {
-        if self.cooldowns.is_empty() {
-            return vec![None; ids.len()];
-        }
-        let now = Instant::now();
-        ids.iter()
-            .map(|id| {
-                let live = self.cooldowns.get(id).filter(|c| c.until > now).map(|c| c.clone());
-                if live.is_none() {
-                    // Expired entries are dropped on read, which keeps the map bounded.
-                    self.cooldowns.remove_if(id, |_, c| c.until <= now);
-                }
-                live
+        self.cooldown_states(ids)
+            .into_iter()
+            .map(|s| match s {
+                CooldownState::CoolingDown(c) => Some(c),
+                _ => None,
             })
             .collect()
     }
 
-    pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, Cooldown)> {
+    pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
+        if self.benches.is_empty() {
+            return vec![CooldownState::Available; ids.len()];
+        }
         let now = Instant::now();
-        self.cooldowns.retain(|_, c| c.until > now);
-        let mut all: Vec<_> = self.cooldowns.iter().map(|e| (e.key().clone(), e.value().clone())).collect();
-        all.sort_by_key(|a| a.1.until);
+        ids.iter()
+            .map(|id| {
+                let state = self.benches.get(id).map_or(CooldownState::Available, |b| b.state(now));
+                if state == CooldownState::Available {
+                    // Expired plain cooldowns are dropped on read, which keeps the map bounded.
+                    self.benches.remove_if(id, |_, b| b.state(now) == CooldownState::Available);
+                }
+                state
+            })
+            .collect()
+    }
+
+    pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, CooldownState)> {
+        let now = Instant::now();
+        self.benches.retain(|_, b| b.state(now) != CooldownState::Available);
+        let mut all: Vec<_> = self.benches.iter().map(|e| (e.key().clone(), e.value().state(now))).collect();
+        all.sort_by_key(|(_, s)| match s {
+            CooldownState::CoolingDown(c) => Some(c.until),
+            _ => None,
+        });
         all
     }
 
-    pub(super) fn set_cooldown(
+    pub(super) fn bench(
         &self,
         id: &DeploymentId,
-        ttl: Duration,
+        base: Duration,
         reason: Arc<str>,
         status: Option<u16>,
+        growth: Option<Growth>,
     ) -> Cooldown {
         let now = Instant::now();
+        let mut entry = self.benches.entry(id.clone()).or_insert_with(|| Bench {
+            cooldown: Cooldown { until: now, reason: reason.clone(), status, strikes: 0 },
+            half_open: false,
+            probe_until: None,
+        });
+        let strikes = if growth.is_some() { entry.cooldown.strikes } else { 0 };
+        let ttl = growth.map_or(base, |g| g.ttl(base, strikes));
         let until = now + ttl;
-        let mut entry =
-            self.cooldowns.entry(id.clone()).or_insert_with(|| Cooldown { until, reason: reason.clone(), status });
-        if entry.until <= now || entry.until < until {
-            *entry = Cooldown { until, reason, status };
+        // Re-cooling extends the deadline, never shortens it.
+        if entry.cooldown.until <= now || entry.cooldown.until < until {
+            entry.cooldown.until = until;
+            entry.cooldown.reason = reason;
+            entry.cooldown.status = status;
         }
-        entry.clone()
+        entry.cooldown.strikes = if growth.is_some() { strikes.saturating_add(1) } else { 0 };
+        entry.half_open = growth.is_some();
+        entry.probe_until = None;
+        entry.cooldown.clone()
+    }
+
+    pub(super) fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
+        let now = Instant::now();
+        let Some(mut b) = self.benches.get_mut(id) else { return false };
+        match b.state(now) {
+            CooldownState::HalfOpen { probing: false, .. } => {
+                b.probe_until = Some(now + hold);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(super) fn release_probe(&self, id: &DeploymentId) {
+        if let Some(mut b) = self.benches.get_mut(id) {
+            b.probe_until = None;
+        }
     }
 
     pub(super) fn clear_cooldown(&self, id: &DeploymentId) -> bool {
         let now = Instant::now();
-        self.cooldowns.remove(id).is_some_and(|(_, c)| c.until > now)
+        self.benches.remove(id).is_some_and(|(_, b)| b.state(now) != CooldownState::Available)
     }
 
     pub(super) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {

@@ -70,6 +70,51 @@ pub struct Cooldown {
     pub reason: Arc<str>,
     /// The upstream status that caused it, if any.
     pub status: Option<u16>,
+    /// Consecutive cooldowns without a successful probe in between (half-open recovery only).
+    pub strikes: u32,
+}
+
+/// Where a deployment stands with respect to cooldowns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CooldownState {
+    /// Free to serve.
+    Available,
+    /// Benched until the deadline.
+    CoolingDown(Cooldown),
+    /// Its deadline passed (half-open recovery): one probe request decides whether it serves again.
+    HalfOpen {
+        /// Cooldowns in a row so far.
+        strikes: u32,
+        /// A probe is in flight (claimed by some request, on some replica).
+        probing: bool,
+    },
+}
+
+/// How a repeated cooldown grows under half-open recovery: `base × factor^strikes`, capped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Growth {
+    /// Multiplier per strike (≥ 1).
+    pub factor: f64,
+    /// Longest cooldown.
+    pub cap: Duration,
+}
+
+impl Growth {
+    /// Growth by `factor` per strike up to `cap`.
+    pub fn new(factor: f64, cap: Duration) -> Self {
+        Self { factor: if factor.is_finite() { factor.max(1.0) } else { 1.0 }, cap }
+    }
+
+    /// The cooldown after `strikes` earlier ones.
+    pub fn ttl(&self, base: Duration, strikes: u32) -> Duration {
+        let scaled = base.as_secs_f64() * self.factor.powi(strikes.min(64) as i32);
+        if !scaled.is_finite() || scaled >= self.cap.as_secs_f64() {
+            return self.cap.max(base.min(self.cap));
+        }
+        Duration::from_secs_f64(scaled)
+    }
 }
 
 /// Successes and failures of a deployment in the outcome window.
@@ -205,8 +250,16 @@ impl StateStore {
         }
     }
 
-    /// Every active cooldown.
-    pub async fn all_cooldowns(&self) -> Result<Vec<(DeploymentId, Cooldown)>, StoreError> {
+    /// The cooldown state of `ids`, in the same order (one read for many ids; half-open states
+    /// included).
+    pub async fn cooldown_states(&self, ids: &[DeploymentId]) -> Result<Vec<CooldownState>, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(m.cooldown_states(ids)),
+        }
+    }
+
+    /// Every deployment that is cooling down or half-open, soonest deadline first.
+    pub async fn all_cooldowns(&self) -> Result<Vec<(DeploymentId, CooldownState)>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.all_cooldowns()),
         }
@@ -221,12 +274,42 @@ impl StateStore {
         reason: Arc<str>,
         status: Option<u16>,
     ) -> Result<Cooldown, StoreError> {
+        self.bench(id, ttl, reason, status, None).await
+    }
+
+    /// Benches `id`: for `base`, or with `growth` for `base × factor^strikes` (capped), counting
+    /// a strike and leaving the deployment half-open after the deadline until a probe succeeds.
+    /// Re-cooling extends, never shortens.
+    pub async fn bench(
+        &self,
+        id: &DeploymentId,
+        base: Duration,
+        reason: Arc<str>,
+        status: Option<u16>,
+        growth: Option<Growth>,
+    ) -> Result<Cooldown, StoreError> {
         match &self.backend {
-            Backend::Memory(m) => Ok(m.set_cooldown(id, ttl, reason, status)),
+            Backend::Memory(m) => Ok(m.bench(id, base, reason, status, growth)),
         }
     }
 
-    /// Ends a cooldown early; returns whether one was active.
+    /// Claims the single probe of a half-open deployment for `hold` (after which an unreleased
+    /// claim lapses). Returns whether this caller is the probe.
+    pub async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(m.claim_probe(id, hold)),
+        }
+    }
+
+    /// Gives a probe claim back without a verdict (the probing request was cancelled or never
+    /// reached the deployment), off the request path.
+    pub fn release_probe_detached(&self, id: &DeploymentId) {
+        match &self.backend {
+            Backend::Memory(m) => m.release_probe(id),
+        }
+    }
+
+    /// Ends a cooldown (or a half-open state) early; returns whether one was in force.
     pub async fn clear_cooldown(&self, id: &DeploymentId) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.clear_cooldown(id)),
@@ -340,6 +423,37 @@ mod tests {
         assert!(longer.until > long.until);
         tokio::time::advance(Duration::from_secs(121)).await;
         assert_eq!(store.cooldowns(std::slice::from_ref(&id)).await.unwrap(), vec![None]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn half_open_admits_one_probe_and_grows_the_next_cooldown() {
+        let store = StateStore::memory();
+        let id = DeploymentId::from("d");
+        let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
+        let base = Duration::from_secs(5);
+        let first = store.bench(&id, base, "500".into(), Some(500), growth).await.unwrap();
+        assert_eq!(first.strikes, 1);
+        tokio::time::advance(base).await;
+        let ids = std::slice::from_ref(&id);
+        assert_eq!(store.cooldown_states(ids).await.unwrap(), vec![CooldownState::HalfOpen { strikes: 1, probing: false }]);
+        assert!(store.claim_probe(&id, Duration::from_secs(30)).await.unwrap());
+        assert!(!store.claim_probe(&id, Duration::from_secs(30)).await.unwrap(), "one probe at a time");
+        let second = store.bench(&id, base, "500".into(), Some(500), growth).await.unwrap();
+        assert_eq!(second.until - Instant::now(), Duration::from_secs(10));
+        assert_eq!(second.strikes, 2);
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(store.claim_probe(&id, Duration::from_secs(30)).await.unwrap());
+        assert!(store.clear_cooldown(&id).await.unwrap());
+        assert_eq!(store.cooldown_states(ids).await.unwrap(), vec![CooldownState::Available]);
+    }
+
+    #[test]
+    fn growth_is_capped() {
+        let g = Growth::new(3.0, Duration::from_secs(60));
+        assert_eq!(g.ttl(Duration::from_secs(5), 0), Duration::from_secs(5));
+        assert_eq!(g.ttl(Duration::from_secs(5), 2), Duration::from_secs(45));
+        assert_eq!(g.ttl(Duration::from_secs(5), 3), Duration::from_secs(60));
+        assert_eq!(g.ttl(Duration::from_secs(5), u32::MAX), Duration::from_secs(60));
     }
 
     #[tokio::test(start_paused = true)]

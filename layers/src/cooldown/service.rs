@@ -1,0 +1,302 @@
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use futures_util::future::BoxFuture;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::{CooldownConfig, CooldownEvent, CooldownLayer, decide, events::emit};
+use crate::{
+    BoxError, Deployment, DeploymentId, Group, Outcome, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
+    StateStore,
+    body::BodyEndKind,
+    redact::redact,
+    state::{CooldownState, Growth},
+};
+
+/// Longest stored cooldown reason.
+const REASON_MAX: usize = 160;
+
+/// Drops cooling-down candidates before the attempt and benches failing deployments after it;
+/// see [`CooldownLayer`].
+pub struct Cooldown<S> {
+    pub(crate) inner: S,
+    pub(crate) shared: CooldownLayer,
+}
+
+impl<S: Clone> Clone for Cooldown<S> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for Cooldown<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cooldown").field("inner", &self.inner).field("layer", &self.shared).finish()
+    }
+}
+
+impl<S> Cooldown<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// Gives an unreported probe claim back when the probing attempt is dropped.
+struct ProbeClaim {
+    store: Arc<StateStore>,
+    id: Option<DeploymentId>,
+}
+
+impl ProbeClaim {
+    fn settle(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for ProbeClaim {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.store.release_probe_detached(&id);
+        }
+    }
+}
+
+/// What the layer knows about a failed attempt.
+struct Failure {
+    deployment: DeploymentId,
+    outcome: Outcome,
+    status: Option<u16>,
+    retry_after: Option<std::time::Duration>,
+    message: String,
+}
+
+impl Failure {
+    fn of(err: &BoxError) -> Option<Self> {
+        let e = RouteError::find(&**err)?;
+        // Our own refusals (no candidates, limits, ...) are not failures of a deployment.
+        if e.kind() != RouteErrorKind::Upstream {
+            return None;
+        }
+        Some(Self {
+            deployment: e.deployment()?.clone(),
+            outcome: e.outcome().unwrap_or(Outcome::Transport),
+            status: e.upstream_status().map(|s| s.as_u16()),
+            retry_after: e.retry_after(),
+            message: e.message().to_owned(),
+        })
+    }
+}
+
+/// Records an attempt's failure and benches the deployment when the rules say so.
+async fn on_failure(
+    store: &StateStore,
+    config: &CooldownConfig,
+    group: &Group,
+    failure: Failure,
+    probing: bool,
+) -> Result<(), BoxError> {
+    let counts = store.record_outcome(&failure.deployment, false).await?;
+    let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
+    let rule = if probing {
+        // A failed probe benches again, whatever the rate rules say.
+        Some("half-open probe failed")
+    } else {
+        decide::rule(config, failure.outcome, failure.status, counts, group.deployments().len())
+    };
+    let Some(rule) = rule else { return Ok(()) };
+    let Some(base) = decide::cooldown_time(deployment.map(|d| &**d), failure.retry_after, config) else {
+        return Ok(());
+    };
+    let known: Vec<&str> = deployment.and_then(|d| d.api_key.as_ref()).map(|k| k.expose()).into_iter().collect();
+    let reason: Arc<str> = redact(&format!("{rule}: {}", failure.message), &known, REASON_MAX).into();
+    let growth = config.probe.map(|p| Growth::new(p.factor, p.max_cooldown));
+    let c = store.bench(&failure.deployment, base, reason.clone(), failure.status, growth).await?;
+    emit(
+        config.hook.as_ref(),
+        CooldownEvent::Benched {
+            deployment: failure.deployment,
+            group: group.name().clone(),
+            until: c.until,
+            status: failure.status,
+            outcome: failure.outcome,
+            reason: c.reason,
+            strikes: c.strikes,
+        },
+    );
+    Ok(())
+}
+
+fn all_cooling_down(group: &Group, earliest: Option<Instant>) -> BoxError {
+    let mut e = RouteError::new(
+        RouteErrorKind::AllCoolingDown,
+        format!("every deployment of `{}` is cooling down", group.name()),
+    )
+    .with_group(group.name().clone());
+    if let Some(at) = earliest {
+        e = e.with_retry_after(at.saturating_duration_since(Instant::now()));
+    }
+    e.into()
+}
+
+impl<S, R> Service<R> for Cooldown<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: R) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let config = &*shared.config;
+            let store = &shared.store;
+            let ctx = req.route_ctx_mut().ok_or_else(|| {
+                BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
+            })?;
+            let candidates = ctx.resolve_candidates(&shared.registry)?.clone();
+            let group = ctx.group.clone().expect("resolved with the candidates");
+            if config.disabled || candidates.is_empty() {
+                return inner.call(req).await.map_err(Into::into);
+            }
+
+            let ids: Vec<DeploymentId> = candidates.iter().map(|d| d.id.clone()).collect();
+            let mut claim = ProbeClaim { store: store.clone(), id: None };
+            let keep = loop {
+                let states = store.cooldown_states(&ids).await?;
+                let mut keep: Vec<Arc<Deployment>> = Vec::with_capacity(candidates.len());
+                let mut earliest: Option<Instant> = None;
+                let mut half_open: Vec<&Arc<Deployment>> = Vec::new();
+                for (d, state) in candidates.iter().zip(&states) {
+                    match state {
+                        CooldownState::Available => keep.push(d.clone()),
+                        CooldownState::CoolingDown(c) => earliest = Some(earliest.map_or(c.until, |e| e.min(c.until))),
+                        CooldownState::HalfOpen { probing: false, .. } => half_open.push(d),
+                        _ => {}
+                    }
+                }
+                // A half-open deployment returns only through a probe: claim it, and this request
+                // is the probe.
+                if let Some(probe) = config.probe {
+                    for d in half_open {
+                        if store.claim_probe(&d.id, probe.hold).await? {
+                            claim.id = Some(d.id.clone());
+                            emit(
+                                config.hook.as_ref(),
+                                CooldownEvent::ProbeStarted { deployment: d.id.clone(), group: group.name().clone() },
+                            );
+                            keep = vec![d.clone()];
+                            break;
+                        }
+                    }
+                }
+                if !keep.is_empty() {
+                    break keep;
+                }
+                let wait = earliest.map(|e| e.saturating_duration_since(Instant::now()));
+                let within_deadline = |until: Instant| ctx.deadline.is_none_or(|d| until <= d);
+                match (config.wait_for_cooldown, earliest, wait) {
+                    (Some(max), Some(at), Some(w)) if w <= max && within_deadline(at) => {
+                        tokio::time::sleep_until(at).await;
+                    }
+                    _ => {
+                        emit(
+                            config.hook.as_ref(),
+                            CooldownEvent::AllCoolingDown { group: group.name().clone(), earliest },
+                        );
+                        return Err(all_cooling_down(&group, earliest));
+                    }
+                }
+            };
+            let probing = claim.id.clone();
+            let stream = ctx.facts().stream;
+            ctx.candidates = Some(keep);
+
+            let result = inner.call(req).await.map_err(Into::into);
+            match result {
+                Ok(mut resp) => {
+                    let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
+                    if let Some(id) = served {
+                        store.record_outcome(&id, true).await?;
+                        if probing.as_ref() == Some(&id) {
+                            store.clear_cooldown(&id).await?;
+                            claim.settle();
+                            emit(
+                                config.hook.as_ref(),
+                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                            );
+                        }
+                        if stream {
+                            watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id);
+                        }
+                    }
+                    Ok(resp)
+                }
+                Err(err) => {
+                    if let Some(failure) = Failure::of(&err) {
+                        let was_probe = probing.as_ref() == Some(&failure.deployment);
+                        if was_probe {
+                            claim.settle();
+                        }
+                        on_failure(store, config, &group, failure, was_probe).await?;
+                    }
+                    Err(err)
+                }
+            }
+        })
+    }
+}
+
+/// A stream that fails after its first chunk still counts as a failure of its deployment.
+fn watch_stream_end(body: &mut RouteBody, shared: CooldownLayer, group: Arc<Group>, id: DeploymentId) {
+    body.on_end(move |end| {
+        let BodyEndKind::Failed(outcome) = end.kind else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            let failure =
+                Failure { deployment: id, outcome, status: None, retry_after: None, message: "stream failed mid-way".into() };
+            if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, false).await {
+                tracing::warn!(error = %e, "could not record a mid-stream failure");
+            }
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<CooldownLayer>();
+        crate::assert_embeddable::<
+            Cooldown<
+                tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>,
+            >,
+        >();
+    }
+}
