@@ -40,6 +40,7 @@ mod validate;
 
 use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
 
+use switchyard_layers::cooldown::{ALLOWED_FAILS_POLICY_FIELDS, ProbeConfig};
 use switchyard_layers::{
     ApiKey, Deployment,
     fallback::FallbackTables,
@@ -157,6 +158,14 @@ pub struct RouterSettings {
     pub default_max_parallel_requests: Option<u32>,
     /// Shared-state backend (stored for a later release).
     pub redis: Option<RedisSettings>,
+    /// Half-open recovery (`cooldown_probe`, ours): `None` when off.
+    pub cooldown_probe: Option<ProbeConfig>,
+    /// When every deployment of a group is cooling down, wait up to this long for the first to
+    /// return instead of failing (`wait_for_cooldown`, seconds, ours).
+    pub wait_for_cooldown: Option<Duration>,
+    /// One deadline for a whole call: retries, backoffs and fallbacks together (`deadline`,
+    /// seconds, ours).
+    pub deadline: Option<Duration>,
 }
 
 impl RouterSettings {
@@ -174,14 +183,7 @@ impl RouterSettings {
         "InternalServerErrorRetries",
     ];
     /// The field names `allowed_fails_policy` accepts.
-    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 6] = [
-        "BadRequestErrorAllowedFails",
-        "AuthenticationErrorAllowedFails",
-        "TimeoutErrorAllowedFails",
-        "RateLimitErrorAllowedFails",
-        "ContentPolicyViolationErrorAllowedFails",
-        "InternalServerErrorAllowedFails",
-    ];
+    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 6] = ALLOWED_FAILS_POLICY_FIELDS;
 }
 
 impl Default for RouterSettings {
@@ -200,6 +202,9 @@ impl Default for RouterSettings {
             enable_tag_filtering: false,
             default_max_parallel_requests: None,
             redis: None,
+            cooldown_probe: None,
+            wait_for_cooldown: None,
+            deadline: None,
         }
     }
 }

@@ -245,6 +245,9 @@ pub(crate) struct RawRouterSettings {
     pub(crate) redis_port: Option<Num>,
     pub(crate) redis_password: Option<String>,
     pub(crate) seed: Option<Num>,
+    pub(crate) cooldown_probe: Option<Value>,
+    pub(crate) wait_for_cooldown: Option<Num>,
+    pub(crate) deadline: Option<Num>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 use switchyard_layers::{
     ApiKey,
+    cooldown::ProbeConfig,
     select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
 };
 
@@ -292,6 +293,9 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
         });
     }
     c.seed = opt(rs.seed, || at("seed"), to_u64)?;
+    c.settings.cooldown_probe = cooldown_probe(rs.cooldown_probe, &at("cooldown_probe"))?;
+    c.settings.wait_for_cooldown = opt(rs.wait_for_cooldown, || at("wait_for_cooldown"), to_secs)?;
+    c.settings.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
     w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
     Ok(())
 }
@@ -377,4 +381,37 @@ fn general(c: &mut Config, gs: RawGeneralSettings, w: &mut Warnings) -> Result<(
     }
     w.ignored_keys("general_settings", &gs.extra, NOT_SUPPORTED);
     Ok(())
+}
+
+/// `cooldown_probe`: `true` / `false`, or `{factor, max_cooldown, hold}` (seconds).
+fn cooldown_probe(value: Option<Value>, at: &str) -> Result<Option<ProbeConfig>, ConfigError> {
+    let map = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(map)) => map,
+        Some(v) => {
+            return match Flag::parse(&v) {
+                Some(true) => Ok(Some(ProbeConfig::default())),
+                Some(false) => Ok(None),
+                None => Err(ConfigError::type_error(at, "must be true, false or `{factor, max_cooldown, hold}`")),
+            };
+        }
+    };
+    let mut probe = ProbeConfig::default();
+    for (key, v) in map {
+        let path = format!("{at}.{key}");
+        let num: Num = serde_json::from_value(v).map_err(|_| ConfigError::type_error(&path, "must be a number"))?;
+        match key.as_str() {
+            "factor" => {
+                let f = to_f64(num, &path)?;
+                if f < 1.0 {
+                    return Err(ConfigError::invalid(&path, format!("must be >= 1, got {f}")));
+                }
+                probe.factor = f;
+            }
+            "max_cooldown" => probe.max_cooldown = to_timeout(num, &path)?,
+            "hold" => probe.hold = to_timeout(num, &path)?,
+            _ => return Err(ConfigError::invalid(&path, "unknown key; valid: factor, max_cooldown, hold")),
+        }
+    }
+    Ok(Some(probe))
 }

@@ -12,8 +12,10 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 pub use client::{ChatResponse, ChatStream, EmbedResponse};
+use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
+    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownLayer},
     deployment::RegistryError,
     select::{SelectConfigError, SelectLayer, Strategies},
     state::StoreConfig,
@@ -30,6 +32,7 @@ pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Respons
 pub struct Router {
     registry: Arc<Registry>,
     store: Arc<StateStore>,
+    cooldown: CooldownLayer,
     service: RouterService,
 }
 
@@ -84,11 +87,17 @@ impl From<RegistryError> for RouterError {
 }
 
 /// Builds a [`Router`]; see [`Router::builder`].
-#[derive(Debug)]
 pub struct RouterBuilder<'a> {
     config: &'a Config,
     store: Option<Arc<StateStore>>,
     seed: Option<u64>,
+    on_cooldown: Option<Arc<dyn Fn(&CooldownEvent) + Send + Sync>>,
+}
+
+impl fmt::Debug for RouterBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RouterBuilder").field("seed", &self.seed).finish_non_exhaustive()
+    }
 }
 
 impl RouterBuilder<'_> {
@@ -102,6 +111,12 @@ impl RouterBuilder<'_> {
     /// Seeds every random pick (overrides the config's `seed`).
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Calls `hook` for every cooldown event (benched, probe started, recovered, all cooling down).
+    pub fn on_cooldown(mut self, hook: impl Fn(&CooldownEvent) + Send + Sync + 'static) -> Self {
+        self.on_cooldown = Some(Arc::new(hook));
         self
     }
 
@@ -138,9 +153,33 @@ impl RouterBuilder<'_> {
         if let Some(seed) = self.seed.or(config.seed) {
             select = select.with_seed(seed);
         }
-        let service = BoxCloneSyncService::new(ServiceBuilder::new().layer(select).service(provider));
-        Ok(Router { registry, store, service })
+        let cooldown = CooldownLayer::new(registry.clone(), store.clone(), cooldown_config(config, self.on_cooldown)?);
+        let service =
+            BoxCloneSyncService::new(ServiceBuilder::new().layer(cooldown.clone()).layer(select).service(provider));
+        Ok(Router { registry, store, cooldown, service })
     }
+}
+
+fn cooldown_config(
+    config: &Config,
+    hook: Option<Arc<dyn Fn(&CooldownEvent) + Send + Sync>>,
+) -> Result<CooldownConfig, ConfigError> {
+    let s = &config.settings;
+    let policy = s
+        .allowed_fails_policy
+        .as_ref()
+        .map(AllowedFailsPolicy::from_litellm)
+        .transpose()
+        .map_err(|e| ConfigError::invalid("router_settings.allowed_fails_policy", e))?;
+    let mut c = CooldownConfig::new()
+        .disabled(s.disable_cooldowns)
+        .cooldown_time(s.cooldown_time)
+        .allowed_fails(s.allowed_fails)
+        .allowed_fails_policy(policy)
+        .probe(s.cooldown_probe)
+        .wait_for_cooldown(s.wait_for_cooldown);
+    c.hook = hook;
+    Ok(c)
 }
 
 impl Router {
@@ -159,7 +198,7 @@ impl Router {
 
     /// A builder for the default stack, to set the store or the seed.
     pub fn builder(config: &Config) -> RouterBuilder<'_> {
-        RouterBuilder { config, store: None, seed: None }
+        RouterBuilder { config, store: None, seed: None, on_cooldown: None }
     }
 
     /// The deployments, groups and aliases; change them at runtime without a restart.
@@ -170,6 +209,11 @@ impl Router {
     /// The shared routing state.
     pub fn store(&self) -> &Arc<StateStore> {
         &self.store
+    }
+
+    /// Every deployment cooling down or half-open: deployment, group, deadline, status and reason.
+    pub async fn cooldowns(&self) -> Result<Vec<CooldownEntry>, StoreError> {
+        self.cooldown.list().await
     }
 
     /// The stack as a tower service, to embed in axum or another gateway.
