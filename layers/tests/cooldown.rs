@@ -29,9 +29,18 @@ type Stack = BoxCloneSyncService<Req, Resp, BoxError>;
 #[derive(Clone)]
 enum Script {
     Ok,
-    Fail { status: u16, outcome: Outcome, retry_after: Option<Duration>, message: &'static str },
+    Fail {
+        status: u16,
+        outcome: Outcome,
+        retry_after: Option<Duration>,
+        message: &'static str,
+    },
     /// Fails `fail` of every `every` calls (deterministic).
-    FailSome { fail: u64, every: u64, status: u16 },
+    FailSome {
+        fail: u64,
+        every: u64,
+        status: u16,
+    },
     Connect,
 }
 
@@ -56,7 +65,9 @@ impl Upstream {
         self.calls.lock().get(id).copied().unwrap_or(0)
     }
 
-    fn service(&self) -> impl Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone + Send + Sync + use<> {
+    fn service(
+        &self,
+    ) -> impl Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone + Send + Sync + use<> {
         let this = self.clone();
         tower::service_fn(move |req: Req| {
             let this = this.clone();
@@ -116,7 +127,9 @@ fn fixture(deployments: Vec<Deployment>, config: CooldownConfig) -> Fixture {
     let stack = BoxCloneSyncService::new(
         ServiceBuilder::new()
             .layer(layer.clone())
-            .layer(SelectLayer::new(registry.clone(), store.clone(), RoutingStrategy::SimpleShuffle.build()).with_seed(5))
+            .layer(
+                SelectLayer::new(registry.clone(), store.clone(), RoutingStrategy::SimpleShuffle.build()).with_seed(5),
+            )
             .service(upstream.service()),
     );
     Fixture { store, registry, layer, stack, upstream }
@@ -267,9 +280,11 @@ async fn allowed_fails_policy_reads_the_class_of_the_failure() {
     assert!(f.cooling("b").await, "InternalServerErrorAllowedFails = 0 benches at the first 500");
     assert!(f.cooling("a").await, "TimeoutErrorAllowedFails = 1 benches at the second timeout");
     assert_eq!(f.upstream.calls("a"), 2);
-    assert!(AllowedFailsPolicy::from_litellm(&[("Bogus".to_owned(), 1)].into_iter().collect())
-        .expect_err("unknown field")
-        .contains("TimeoutErrorAllowedFails"));
+    assert!(
+        AllowedFailsPolicy::from_litellm(&[("Bogus".to_owned(), 1)].into_iter().collect())
+            .expect_err("unknown field")
+            .contains("TimeoutErrorAllowedFails")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -287,7 +302,12 @@ async fn retry_after_sets_the_cooldown_time_and_deployment_cooldown_time_beats_i
     let f = fixture(deps("g", &["a", "b"]), CooldownConfig::default());
     f.upstream.set(
         "a",
-        Script::Fail { status: 429, outcome: Outcome::RateLimited, retry_after: Some(Duration::from_secs(30)), message: "slow down" },
+        Script::Fail {
+            status: 429,
+            outcome: Outcome::RateLimited,
+            retry_after: Some(Duration::from_secs(30)),
+            message: "slow down",
+        },
     );
     f.call_n("g", 10).await;
     assert_eq!(f.until("a").await, Some(Duration::from_secs(30)));
@@ -297,7 +317,12 @@ async fn retry_after_sets_the_cooldown_time_and_deployment_cooldown_time_beats_i
     let f = fixture(d, CooldownConfig::default());
     f.upstream.set(
         "a",
-        Script::Fail { status: 429, outcome: Outcome::RateLimited, retry_after: Some(Duration::from_secs(30)), message: "slow down" },
+        Script::Fail {
+            status: 429,
+            outcome: Outcome::RateLimited,
+            retry_after: Some(Duration::from_secs(30)),
+            message: "slow down",
+        },
     );
     f.call_n("g", 10).await;
     assert_eq!(f.until("a").await, Some(Duration::from_secs(9)));
@@ -319,14 +344,24 @@ async fn recooling_extends_the_deadline() {
     let f = fixture(deps("g", &["a", "b"]), CooldownConfig::default().allowed_fails(Some(0)));
     f.upstream.set(
         "a",
-        Script::Fail { status: 503, outcome: Outcome::ServerError, retry_after: Some(Duration::from_secs(10)), message: "busy" },
+        Script::Fail {
+            status: 503,
+            outcome: Outcome::ServerError,
+            retry_after: Some(Duration::from_secs(10)),
+            message: "busy",
+        },
     );
     f.call_n("g", 10).await;
     assert_eq!(f.until("a").await, Some(Duration::from_secs(10)));
     tokio::time::advance(Duration::from_secs(11)).await;
     f.upstream.set(
         "a",
-        Script::Fail { status: 503, outcome: Outcome::ServerError, retry_after: Some(Duration::from_secs(60)), message: "busy" },
+        Script::Fail {
+            status: 503,
+            outcome: Outcome::ServerError,
+            retry_after: Some(Duration::from_secs(60)),
+            message: "busy",
+        },
     );
     f.call_n("g", 10).await;
     assert_eq!(f.until("a").await, Some(Duration::from_secs(60)));
@@ -344,11 +379,16 @@ async fn a_connection_failure_counts_against_the_deployment() {
 async fn stored_reason_is_masked_and_truncated() {
     let key = "sk-live-0123456789abcdefghijKLMNOP";
     let deployments = vec![
-        Deployment::builder("g", "openai/a").id("a").api_key(switchyard_layers::ApiKey::new(key)).build().expect("valid"),
+        Deployment::builder("g", "openai/a")
+            .id("a")
+            .api_key(switchyard_layers::ApiKey::new(key))
+            .build()
+            .expect("valid"),
         Deployment::builder("g", "openai/b").id("b").build().expect("valid"),
     ];
     let f = fixture(deployments, CooldownConfig::default());
-    let message: &'static str = Box::leak(format!("Incorrect API key provided: {key}. {}", "x".repeat(500)).into_boxed_str());
+    let message: &'static str =
+        Box::leak(format!("Incorrect API key provided: {key}. {}", "x".repeat(500)).into_boxed_str());
     f.upstream.set("a", Script::Fail { status: 401, outcome: Outcome::Auth, retry_after: None, message });
     f.call_n("g", 10).await;
     let listed = f.layer.list().await.expect("memory store");
@@ -417,9 +457,14 @@ async fn half_open_probe_readmits_on_success_and_grows_the_bench_on_failure() {
     let resp = f.call("g").await.expect("the probe succeeds");
     assert_eq!(resp.extensions().get::<Served>().expect("served").deployment.as_str(), "a");
     assert_eq!(f.store.cooldown_states(&["a".into()]).await.expect("store"), vec![CooldownState::Available]);
-    let share_a = f.call_n("g", 200).await.iter().filter(|r| {
-        r.as_ref().is_ok_and(|r| r.extensions().get::<Served>().is_some_and(|s| s.deployment.as_str() == "a"))
-    }).count();
+    let share_a = f
+        .call_n("g", 200)
+        .await
+        .iter()
+        .filter(|r| {
+            r.as_ref().is_ok_and(|r| r.extensions().get::<Served>().is_some_and(|s| s.deployment.as_str() == "a"))
+        })
+        .count();
     assert!(share_a > 50, "re-admitted: {share_a} of 200");
 }
 
@@ -449,7 +494,9 @@ async fn cooldown_events_reach_the_hook_and_the_listing_names_the_group() {
     let benched = events
         .lock()
         .iter()
-        .filter(|e| matches!(e, CooldownEvent::Benched { deployment, status: Some(429), .. } if deployment.as_str() == "a"))
+        .filter(
+            |e| matches!(e, CooldownEvent::Benched { deployment, status: Some(429), .. } if deployment.as_str() == "a"),
+        )
         .count();
     assert_eq!(benched, 1);
     let listed = f.layer.list().await.expect("memory store");

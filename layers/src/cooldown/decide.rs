@@ -39,11 +39,8 @@ pub(crate) fn rule(
         return None;
     }
     if config.allowed_fails.is_some() || config.allowed_fails_policy.is_some() {
-        let allowed = config
-            .allowed_fails_policy
-            .and_then(|p| p.for_outcome(outcome))
-            .or(config.allowed_fails)
-            .unwrap_or(3);
+        let allowed =
+            config.allowed_fails_policy.and_then(|p| p.for_outcome(outcome)).or(config.allowed_fails).unwrap_or(3);
         return (counts.failures > u64::from(allowed)).then_some("allowed_fails exceeded");
     }
     let single = group_size <= 1;

@@ -277,8 +277,13 @@ fn watch_stream_end(body: &mut RouteBody, shared: CooldownLayer, group: Arc<Grou
         let BodyEndKind::Failed(outcome) = end.kind else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
-            let failure =
-                Failure { deployment: id, outcome, status: None, retry_after: None, message: "stream failed mid-way".into() };
+            let failure = Failure {
+                deployment: id,
+                outcome,
+                status: None,
+                retry_after: None,
+                message: "stream failed mid-way".into(),
+            };
             if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, false).await {
                 tracing::warn!(error = %e, "could not record a mid-stream failure");
             }

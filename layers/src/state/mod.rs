@@ -435,7 +435,10 @@ mod tests {
         assert_eq!(first.strikes, 1);
         tokio::time::advance(base).await;
         let ids = std::slice::from_ref(&id);
-        assert_eq!(store.cooldown_states(ids).await.unwrap(), vec![CooldownState::HalfOpen { strikes: 1, probing: false }]);
+        assert_eq!(
+            store.cooldown_states(ids).await.unwrap(),
+            vec![CooldownState::HalfOpen { strikes: 1, probing: false }]
+        );
         assert!(store.claim_probe(&id, Duration::from_secs(30)).await.unwrap());
         assert!(!store.claim_probe(&id, Duration::from_secs(30)).await.unwrap(), "one probe at a time");
         let second = store.bench(&id, base, "500".into(), Some(500), growth).await.unwrap();
