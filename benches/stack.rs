@@ -1,0 +1,61 @@
+//! Added time per call of the whole default stack (`Router::from_config`: fallback, retry,
+//! cooldown, select over the memory store) against the bare provider, in the same run.
+//!
+//! Eight deployments of one group, weighted, no limits (the common case); the provider answers at
+//! once, so the difference between the two benchmarks is what the routing stack costs.
+//!
+//! ```text
+//! cargo bench --bench stack -- --warm-up-time 1 --measurement-time 3
+//! ```
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use switchyard::{Config, RouteBody, RouteCtx, Router, layers::BoxError};
+use tower::{ServiceExt, service_fn};
+
+fn config() -> Config {
+    let mut yaml = String::from("model_list:\n");
+    for i in 0..8 {
+        yaml.push_str(&format!(
+            "  - model_name: gpt-4o\n    litellm_params: {{ model: openai/gpt-4o-{i}, weight: {} }}\n    model_info: {{ id: d{i} }}\n",
+            i % 4 + 1
+        ));
+    }
+    yaml.push_str("  - model_name: gpt-4o-mini\n    litellm_params: { model: openai/gpt-4o-mini }\n");
+    yaml.push_str("router_settings:\n  fallbacks: [{ gpt-4o: [gpt-4o-mini] }]\n");
+    Config::from_yaml_str(&yaml).expect("valid bench config")
+}
+
+fn request() -> http::Request<Bytes> {
+    let mut req = http::Request::new(Bytes::from_static(br#"{"model":"gpt-4o","messages":[]}"#));
+    req.extensions_mut().insert(RouteCtx::new("gpt-4o"));
+    req
+}
+
+fn stack(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+    let provider =
+        service_fn(|_req: http::Request<Bytes>| async { Ok::<_, BoxError>(http::Response::new(RouteBody::empty())) });
+    let router = Router::builder(&config()).seed(1).build(provider.clone()).expect("router");
+    let service = router.service();
+
+    let mut group = c.benchmark_group("call");
+    group.bench_function("bare provider", |b| {
+        b.to_async(&rt).iter(|| {
+            let p = provider.clone();
+            async move { black_box(p.oneshot(request()).await.expect("ok")) }
+        });
+    });
+    group.bench_function("default stack, 8 deployments", |b| {
+        b.to_async(&rt).iter(|| {
+            let s = service.clone();
+            async move { black_box(s.oneshot(request()).await.expect("ok")) }
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stack);
+criterion_main!(benches);
