@@ -1,63 +1,59 @@
-//! Fallback tables: which model groups serve when a whole group fails.
+//! The fallback layer: when a whole model group fails a call, move the call to other groups.
 //!
-//! This release validates and holds the tables (`fallbacks`, `context_window_fallbacks`,
-//! `content_policy_fallbacks`, `default_fallbacks`); the fallback layer that walks them arrives
-//! with the resilience layers.
+//! [`FallbackLayer`] is the outermost routing layer. On a failure of the inner stack it picks the
+//! next group from the failed group's entry in [`FallbackTables`] (`context_window_fallbacks` for a
+//! prompt that does not fit, `content_policy_fallbacks` for a content filter, else `fallbacks`,
+//! else `default_fallbacks`), minus the groups this call already visited, and sends a fresh copy
+//! of the original request there, through every layer below (that group's retries, cooldowns and
+//! checks). `max_fallbacks` bounds the hops of the whole call; a group is never tried twice, so
+//! cycles in the tables are harmless. The response's [`Served::hops`](crate::Served) says how many
+//! hops were made; a final error is the last group's, with the trail of every attempt.
+//! `docs/layers/fallback.md` has the full rules.
 //!
 //! ```
-//! use switchyard_layers::fallback::FallbackTables;
-//! let mut t = FallbackTables::default();
-//! t.general.insert("gpt-4o".into(), vec!["gpt-4o-mini".into()]);
-//! t.default.push("claude".into());
-//! assert_eq!(t.general_for("gpt-4o"), ["gpt-4o-mini".to_owned()]);
-//! assert_eq!(t.general_for("other"), ["claude".to_owned()]);
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), switchyard_layers::BoxError> {
+//! use std::sync::Arc;
+//! use bytes::Bytes;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//! use switchyard_layers::{
+//!     BoxError, Deployment, Outcome, Registry, RouteBody, RouteCtx, RouteError, RouteRequest, Served, StateStore,
+//!     fallback::{FallbackConfig, FallbackLayer},
+//!     select::{RoutingStrategy, SelectLayer},
+//! };
+//!
+//! let registry = Arc::new(Registry::new());
+//! registry.upsert(Deployment::builder("gpt-4o", "openai/gpt-4o").id("primary").build()?)?;
+//! registry.upsert(Deployment::builder("claude", "anthropic/claude-sonnet-4").id("backup").build()?)?;
+//!
+//! let fallback = FallbackLayer::new(registry.clone(), FallbackConfig::new().fallbacks("gpt-4o", ["claude"]));
+//! let select = SelectLayer::new(registry, Arc::new(StateStore::memory()), RoutingStrategy::SimpleShuffle.build());
+//!
+//! // A provider whose gpt-4o deployment is down.
+//! let provider = service_fn(|req: http::Request<Bytes>| async move {
+//!     let d = req.route_ctx().and_then(|c| c.selected.clone()).expect("the select layer chose");
+//!     if d.id.as_str() == "primary" {
+//!         return Err(RouteError::upstream(Outcome::ServerError, d.id.clone(), "503 Service Unavailable").into());
+//!     }
+//!     Ok::<_, BoxError>(http::Response::new(RouteBody::from("hello")))
+//! });
+//! let stack = ServiceBuilder::new().layer(fallback).layer(select).service(provider);
+//!
+//! let mut req = http::Request::new(Bytes::from_static(b"{}"));
+//! req.extensions_mut().insert(RouteCtx::new("gpt-4o"));
+//! let resp = stack.oneshot(req).await?;
+//! let served = resp.extensions().get::<Served>().expect("served");
+//! assert_eq!((&*served.group, served.hops), ("claude", 1));
+//! # Ok(()) }
 //! ```
 
-use std::collections::BTreeMap;
+mod event;
+mod layer;
+mod plan;
+mod service;
+mod tables;
 
-/// The fallback tables of a router.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FallbackTables {
-    /// `fallbacks`: group -> groups to try, in order, after any failure.
-    pub general: BTreeMap<String, Vec<String>>,
-    /// `context_window_fallbacks`: used when the prompt does not fit the group.
-    pub context_window: BTreeMap<String, Vec<String>>,
-    /// `content_policy_fallbacks`: used when a content filter refused.
-    pub content_policy: BTreeMap<String, Vec<String>>,
-    /// `default_fallbacks` (and a `*` entry of `fallbacks`): for groups with no own entry.
-    pub default: Vec<String>,
-    /// `max_fallbacks`: hops per call (default 5).
-    pub max_fallbacks: u32,
-}
-
-impl Default for FallbackTables {
-    fn default() -> Self {
-        Self {
-            general: BTreeMap::new(),
-            context_window: BTreeMap::new(),
-            content_policy: BTreeMap::new(),
-            default: Vec::new(),
-            max_fallbacks: Self::DEFAULT_MAX_FALLBACKS,
-        }
-    }
-}
-
-impl FallbackTables {
-    /// Default hop limit, as LiteLLM's `ROUTER_MAX_FALLBACKS`.
-    pub const DEFAULT_MAX_FALLBACKS: u32 = 5;
-
-    /// The general fallbacks of `group`: its own entry, else the default list.
-    pub fn general_for(&self, group: &str) -> &[String] {
-        self.general.get(group).map_or(&self.default[..], Vec::as_slice)
-    }
-
-    /// Every group name the tables mention (keys and targets), for validation.
-    pub fn mentioned(&self) -> impl Iterator<Item = &str> {
-        [&self.general, &self.context_window, &self.content_policy]
-            .into_iter()
-            .flat_map(|t| t.iter().flat_map(|(k, v)| std::iter::once(k).chain(v.iter())))
-            .chain(self.default.iter())
-            .map(String::as_str)
-    }
-}
+pub use event::FallbackEvent;
+pub use layer::{FallbackConfig, FallbackLayer};
+pub use service::Fallback;
+pub use tables::{FallbackTable, FallbackTables};

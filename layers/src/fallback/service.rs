@@ -1,0 +1,293 @@
+use std::{
+    fmt,
+    future::poll_fn,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use futures_util::future::BoxFuture;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::{
+    FallbackEvent, FallbackTable,
+    layer::Shared,
+    plan::{Plan, Position, Step},
+};
+use crate::{AttemptRecord, BoxError, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served};
+
+type Response = http::Response<RouteBody>;
+
+/// Moves a failed call to other model groups; see [`FallbackLayer`](super::FallbackLayer).
+///
+/// Per call: set the deadline if configured and absent, call the inner stack, and on a failure
+/// pick the next group from the failed group's table (minus the groups already visited), then
+/// call the inner stack again with a fresh copy of the original request moved to that group.
+pub struct Fallback<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for Fallback<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fallback")
+            .field("inner", &self.inner)
+            .field("config", &self.shared.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Clone> Clone for Fallback<S> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S> Fallback<S> {
+    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, R> Service<R> for Fallback<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = Response> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let clone = self.inner.clone();
+        // The ready service serves the first hop; later hops drive it to readiness again.
+        let inner = std::mem::replace(&mut self.inner, clone);
+        Box::pin(run(inner, self.shared.clone(), req))
+    }
+}
+
+/// Why the call stopped falling back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// No target left, fallbacks disabled, or the error is not one to fall back on.
+    Exhausted,
+    /// `max_fallbacks` hops were made and another target was waiting.
+    HopLimit(u32),
+    /// The deadline passed with another target waiting.
+    Deadline,
+}
+
+async fn run<S, R>(mut inner: S, shared: Arc<Shared>, mut req: R) -> Result<Response, BoxError>
+where
+    R: RouteRequest,
+    S: Service<R, Response = Response> + Send,
+    S::Error: Into<BoxError>,
+    S::Future: Send,
+{
+    let Some(ctx) = req.route_ctx_mut() else {
+        // Nothing to route by: the layers below report the missing context.
+        return inner.call(req).await.map_err(Into::into);
+    };
+    if ctx.deadline.is_none()
+        && let Some(budget) = shared.config.deadline
+    {
+        ctx.deadline = Some(Instant::now() + budget);
+    }
+    let deadline = ctx.deadline;
+    let base_hop = ctx.hop;
+    let trail = ctx.call_trail();
+    let first: Arc<str> = ctx.target().into();
+    let disabled = ctx.facts().disable_fallbacks;
+    let per_request = ctx.facts().fallbacks.clone();
+    // Every hop starts again from the request as it arrived, so nothing an inner layer set for
+    // one group (candidates, exclusions, selection) leaks into the next.
+    let original = if disabled { None } else { req.try_clone_request() };
+
+    let mut err = match inner.call(req).await {
+        Ok(resp) => return Ok(with_hops(resp, base_hop)),
+        Err(e) => e.into(),
+    };
+
+    let tables = &shared.config.tables;
+    let mut plan = Plan::new(tables, &shared.registry, per_request);
+    let mut at = plan.start(first);
+    let mut tried = vec![at.name.clone()];
+    let mut hops = 0u32;
+    let mut stop = Stop::Exhausted;
+    loop {
+        let route = RouteError::find(&*err);
+        if original.is_none() || !falls_back(route) {
+            break;
+        }
+        let outcome = route.and_then(RouteError::outcome);
+        let kind = route.map(RouteError::kind);
+        plan.failed(&at, outcome);
+        let Some((target, table)) = next_target(&mut plan, &shared, &at) else { break };
+        if hops >= tables.max_fallbacks {
+            stop = Stop::HopLimit(tables.max_fallbacks);
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            stop = Stop::Deadline;
+            break;
+        }
+        // A fresh copy per hop; no reference to the original is held across an await, so `R`
+        // need not be `Sync`.
+        let Some(mut next) = original.as_ref().and_then(R::try_clone_request) else { break };
+        if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
+            // The inner service is gone; no hop can be made.
+            err = e.into();
+            break;
+        }
+        hops += 1;
+        if let Some(ctx) = next.route_ctx_mut() {
+            ctx.hop_to(target.name.clone());
+            ctx.hop = base_hop + hops;
+        }
+        let reason = outcome.map(|o| o.as_str()).or(kind.map(RouteErrorKind::as_str)).unwrap_or("error");
+        tracing::info!(from = %at.name, to = %target.name, reason, table = %table, hop = hops, "fallback hop");
+        shared.emit(FallbackEvent::Hop {
+            from: at.name.clone(),
+            to: target.name.clone(),
+            reason: outcome,
+            error: kind,
+            table,
+            hop: hops,
+        });
+        tried.push(target.name.clone());
+        at = target;
+        match inner.call(next).await {
+            Ok(resp) => {
+                shared.emit(FallbackEvent::Succeeded { group: at.name.clone(), hops });
+                return Ok(with_hops(resp, base_hop + hops));
+            }
+            Err(e) => err = e.into(),
+        }
+    }
+
+    if hops > 0 {
+        let reason = RouteError::find(&*err).and_then(RouteError::outcome);
+        shared.emit(FallbackEvent::Failed { groups: tried.clone(), hops, reason });
+    }
+    let failure = Failure { at: &at, tried: &tried, skipped: plan.skipped(), stop };
+    Err(failure.into_error(err, trail.records()).into())
+}
+
+/// The plan's next target, reporting (log and event) the names it skips.
+fn next_target(plan: &mut Plan<'_>, shared: &Shared, from: &Position) -> Option<(Position, FallbackTable)> {
+    loop {
+        match plan.next() {
+            Step::Hop(target, table) => return Some((target, table)),
+            Step::Skip(name, table) => {
+                tracing::warn!(from = %from.name, name = %name, table = %table, "fallback target does not resolve; skipped");
+                shared.emit(FallbackEvent::Skipped { name, table });
+            }
+            Step::Done => return None,
+        }
+    }
+}
+
+/// Only errors about the request itself end the call at once: another group cannot fix a request
+/// without a context or a malformed one. Everything else, ours or the upstream's, falls back.
+fn falls_back(err: Option<&RouteError>) -> bool {
+    !matches!(err.map(RouteError::kind), Some(RouteErrorKind::MissingContext | RouteErrorKind::InvalidRequest))
+}
+
+/// Records the true hop count on the response (the select layer wrote the hop it saw).
+fn with_hops(mut resp: Response, hops: u32) -> Response {
+    if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
+        served.hops = hops;
+    }
+    resp
+}
+
+/// How a call that fell back ended.
+struct Failure<'a> {
+    at: &'a Position,
+    tried: &'a [Arc<str>],
+    skipped: &'a [Arc<str>],
+    stop: Stop,
+}
+
+impl Failure<'_> {
+    /// The last hop's error, typed, with the call's trail; when the call moved between groups,
+    /// its message also names them.
+    fn into_error(self, err: BoxError, trail: Vec<AttemptRecord>) -> RouteError {
+        let mut last = RouteError::from_boxed(err);
+        if last.group().is_none() {
+            last = last.with_group(self.at.group.clone());
+        }
+        let mut notes = Vec::new();
+        if self.tried.len() > 1 {
+            notes.push(format!("groups tried: {}", quoted(self.tried)));
+        }
+        if !self.skipped.is_empty() {
+            notes.push(format!("skipped (unknown): {}", quoted(self.skipped)));
+        }
+        match self.stop {
+            Stop::HopLimit(n) => notes.push(format!("stopped at max_fallbacks = {n}")),
+            Stop::Deadline => notes.push("stopped: the call's deadline passed".to_owned()),
+            Stop::Exhausted => {}
+        }
+        // An unknown-group error keeps its own message, which lists the known names.
+        if notes.is_empty() || last.kind() == RouteErrorKind::UnknownGroup {
+            return last.with_trail(trail);
+        }
+        let mut out = RouteError::new(last.kind(), format!("{}; {}", last.message(), notes.join("; ")));
+        if let Some(outcome) = last.outcome() {
+            out = out.with_outcome(outcome);
+        }
+        if let Some(group) = last.group() {
+            out = out.with_group(group.clone());
+        }
+        if let Some(id) = last.deployment() {
+            out = out.with_deployment(id.clone());
+        }
+        if let Some(d) = last.retry_after() {
+            out = out.with_retry_after(d);
+        }
+        if let Some(status) = last.upstream_status() {
+            out = out.with_upstream_response(status, last.upstream_body().cloned().unwrap_or_default());
+        }
+        out.with_trail(trail).with_source(last)
+    }
+}
+
+fn quoted(names: &[Arc<str>]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fallback::FallbackLayer;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<FallbackLayer>();
+        crate::assert_embeddable::<
+            Fallback<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, Response, BoxError>>,
+        >();
+    }
+}
