@@ -17,6 +17,7 @@ use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownLayer},
     deployment::RegistryError,
+    fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
     select::{SelectConfigError, SelectLayer, Strategies},
     state::StoreConfig,
 };
@@ -92,6 +93,7 @@ pub struct RouterBuilder<'a> {
     store: Option<Arc<StateStore>>,
     seed: Option<u64>,
     on_cooldown: Option<Arc<dyn Fn(&CooldownEvent) + Send + Sync>>,
+    on_fallback: Option<Arc<dyn Fn(&FallbackEvent) + Send + Sync>>,
 }
 
 impl fmt::Debug for RouterBuilder<'_> {
@@ -117,6 +119,12 @@ impl RouterBuilder<'_> {
     /// Calls `hook` for every cooldown event (benched, probe started, recovered, all cooling down).
     pub fn on_cooldown(mut self, hook: impl Fn(&CooldownEvent) + Send + Sync + 'static) -> Self {
         self.on_cooldown = Some(Arc::new(hook));
+        self
+    }
+
+    /// Calls `hook` for every fallback event (hop, skipped target, success, failure).
+    pub fn on_fallback(mut self, hook: impl Fn(&FallbackEvent) + Send + Sync + 'static) -> Self {
+        self.on_fallback = Some(Arc::new(hook));
         self
     }
 
@@ -154,8 +162,17 @@ impl RouterBuilder<'_> {
             select = select.with_seed(seed);
         }
         let cooldown = CooldownLayer::new(registry.clone(), store.clone(), cooldown_config(config, self.on_cooldown)?);
-        let service =
-            BoxCloneSyncService::new(ServiceBuilder::new().layer(cooldown.clone()).layer(select).service(provider));
+        let mut fallback_config = FallbackConfig::new().tables(config.fallbacks.clone());
+        if let Some(d) = config.settings.deadline {
+            fallback_config = fallback_config.deadline(d);
+        }
+        let mut fallback = FallbackLayer::new(registry.clone(), fallback_config);
+        if let Some(hook) = self.on_fallback {
+            fallback = fallback.on_event(move |e| hook(e));
+        }
+        let service = BoxCloneSyncService::new(
+            ServiceBuilder::new().layer(fallback).layer(cooldown.clone()).layer(select).service(provider),
+        );
         Ok(Router { registry, store, cooldown, service })
     }
 }
@@ -198,7 +215,7 @@ impl Router {
 
     /// A builder for the default stack, to set the store or the seed.
     pub fn builder(config: &Config) -> RouterBuilder<'_> {
-        RouterBuilder { config, store: None, seed: None, on_cooldown: None }
+        RouterBuilder { config, store: None, seed: None, on_cooldown: None, on_fallback: None }
     }
 
     /// The deployments, groups and aliases; change them at runtime without a restart.
