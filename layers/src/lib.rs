@@ -33,6 +33,8 @@ pub mod error;
 pub mod fallback;
 pub mod outcome;
 pub mod redact;
+pub mod retry;
+pub mod seed;
 pub mod select;
 pub mod state;
 

@@ -56,4 +56,5 @@ mod tables;
 pub use event::FallbackEvent;
 pub use layer::{FallbackConfig, FallbackLayer};
 pub use service::Fallback;
+pub(crate) use tables::entry;
 pub use tables::{FallbackTable, FallbackTables};

@@ -112,7 +112,7 @@ impl FallbackTables {
 
 /// The non-empty entry of `map` for `names`: an exact key first (for any of the names, in order),
 /// then a key equal to one of them without its provider prefix.
-fn entry<'m>(map: &'m BTreeMap<String, Vec<String>>, names: &[&str]) -> Option<&'m [String]> {
+pub(crate) fn entry<'m>(map: &'m BTreeMap<String, Vec<String>>, names: &[&str]) -> Option<&'m [String]> {
     let non_empty = |k: &str| map.get(k).filter(|l| !l.is_empty()).map(Vec::as_slice);
     names
         .iter()

@@ -1,39 +1,9 @@
-use std::{
-    fmt,
-    sync::{
-        Arc,
-        atomic::{AtomicU64, Ordering},
-    },
-};
+use std::{fmt, sync::Arc};
 
-use rand::{RngCore, SeedableRng, rngs::SmallRng};
 use tower_layer::Layer;
 
 use super::{Select, Strategies};
-use crate::{Registry, StateStore};
-
-/// Hands out RNG seeds: a root seed plus a counter, mixed. Every service clone gets its own
-/// stream (a cloned RNG would repeat its parent's picks), and a fixed root makes runs reproducible.
-#[derive(Debug)]
-pub(crate) struct SeedSource {
-    root: u64,
-    counter: AtomicU64,
-}
-
-impl SeedSource {
-    pub(crate) fn new(root: u64) -> Self {
-        Self { root, counter: AtomicU64::new(0) }
-    }
-
-    pub(crate) fn rng(&self) -> SmallRng {
-        // splitmix64 of root + n: well-spread seeds for consecutive n.
-        let mut z =
-            self.root.wrapping_add(self.counter.fetch_add(1, Ordering::Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        SmallRng::seed_from_u64(z ^ (z >> 31))
-    }
-}
+use crate::{Registry, StateStore, seed::SeedSource};
 
 /// Applies [`Select`]: picks the deployment of each attempt. See the [module docs](super).
 #[derive(Clone)]
@@ -53,12 +23,7 @@ impl fmt::Debug for SelectLayer {
 impl SelectLayer {
     /// Selection over `registry`'s groups with state in `store`, seeded from the OS.
     pub fn new(registry: Arc<Registry>, store: Arc<StateStore>, strategies: impl Into<Strategies>) -> Self {
-        Self {
-            registry,
-            store,
-            strategies: Arc::new(strategies.into()),
-            seeds: Arc::new(SeedSource::new(SmallRng::from_os_rng().next_u64())),
-        }
+        Self { registry, store, strategies: Arc::new(strategies.into()), seeds: Arc::new(SeedSource::from_os()) }
     }
 
     /// Makes every pick reproducible from `seed` (for tests, benchmarks and simulations).

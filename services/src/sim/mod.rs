@@ -42,7 +42,6 @@ mod failure;
 mod latency;
 mod profile;
 mod reply;
-mod seed;
 mod service;
 mod stats;
 mod stream;

@@ -10,6 +10,7 @@ use std::{
 use futures_util::future::BoxFuture;
 use parking_lot::RwLock;
 use rand::{RngCore, SeedableRng, rngs::SmallRng};
+use switchyard_layers::seed::SeedSource;
 use switchyard_layers::{
     BoxError, DeploymentId, Outcome, RouteBody, RouteError, RouteErrorKind, RouteRequest, ctx::Endpoint,
 };
@@ -19,7 +20,6 @@ use super::{
     SimProfile, SimStats,
     failure::{self, Failed},
     reply::Attempt,
-    seed::SeedSource,
     stream,
 };
 

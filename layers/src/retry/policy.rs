@@ -1,0 +1,379 @@
+//! Retry counts per error class ([`RetryPolicy`]), the should-retry table and the backoff formula.
+//!
+//! Everything here is pure: the service gathers the facts (group size, healthy candidates, which
+//! fallback tables have an entry) and these functions decide.
+
+use std::{collections::BTreeMap, fmt, time::Duration};
+
+use crate::Outcome;
+
+/// First exponential step (LiteLLM `INITIAL_RETRY_DELAY`).
+pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+/// Ceiling of the exponential steps (LiteLLM `MAX_RETRY_DELAY`); the router floor is not capped.
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(8);
+/// Longest `Retry-After` a retry waits for; a longer wait is left to cooldowns and fallbacks.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Upper bound (exclusive) of the random jitter added to every computed wait (LiteLLM `JITTER`).
+pub(crate) const JITTER: Duration = Duration::from_millis(750);
+
+/// Retries per error class (LiteLLM `retry_policy` / `model_group_retry_policy`).
+///
+/// A field that is `None` leaves the class to the next source of the retry count (the failed
+/// deployment's `num_retries`, then the router's). A field that is set also lifts the status rules
+/// of the should-retry table for its class (a `bad_request` of 2 retries 400s), but never makes a
+/// context-window or content-policy error retry when the group has a fallback for it.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use switchyard_layers::{Outcome, retry::RetryPolicy};
+///
+/// let map = BTreeMap::from([("AuthenticationErrorRetries".to_owned(), 0), ("RateLimitErrorRetries".to_owned(), 4)]);
+/// let policy = RetryPolicy::from_litellm(&map)?;
+/// assert_eq!(policy.for_outcome(Outcome::Auth), Some(0));
+/// assert_eq!(policy.for_outcome(Outcome::RateLimited), Some(4));
+/// assert_eq!(policy.for_outcome(Outcome::ServerError), None);
+/// assert!(RetryPolicy::from_litellm(&BTreeMap::from([("Typo".to_owned(), 1)])).is_err());
+/// # Ok::<(), switchyard_layers::retry::RetryPolicyError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// 400-class errors the caller caused, context-window errors included (`BadRequestErrorRetries`).
+    pub bad_request: Option<u32>,
+    /// 401/403 (`AuthenticationErrorRetries`).
+    pub authentication: Option<u32>,
+    /// 408 and attempts that ran out of time (`TimeoutErrorRetries`).
+    pub timeout: Option<u32>,
+    /// 429 and our own rate-limit refusals (`RateLimitErrorRetries`).
+    pub rate_limit: Option<u32>,
+    /// Content filter refusals (`ContentPolicyViolationErrorRetries`).
+    pub content_policy: Option<u32>,
+    /// 5xx, connection failures and broken transfers (`InternalServerErrorRetries`).
+    pub internal_server_error: Option<u32>,
+}
+
+/// The LiteLLM names of the [`RetryPolicy`] fields, in field order.
+const LITELLM_FIELDS: [&str; 6] = [
+    "BadRequestErrorRetries",
+    "AuthenticationErrorRetries",
+    "TimeoutErrorRetries",
+    "RateLimitErrorRetries",
+    "ContentPolicyViolationErrorRetries",
+    "InternalServerErrorRetries",
+];
+
+impl RetryPolicy {
+    /// A policy that sets no class.
+    pub const fn new() -> Self {
+        Self {
+            bad_request: None,
+            authentication: None,
+            timeout: None,
+            rate_limit: None,
+            content_policy: None,
+            internal_server_error: None,
+        }
+    }
+
+    /// Sets the retries for 400-class errors (context-window errors included).
+    pub const fn bad_request(mut self, n: u32) -> Self {
+        self.bad_request = Some(n);
+        self
+    }
+
+    /// Sets the retries for authentication errors.
+    pub const fn authentication(mut self, n: u32) -> Self {
+        self.authentication = Some(n);
+        self
+    }
+
+    /// Sets the retries for timeouts.
+    pub const fn timeout(mut self, n: u32) -> Self {
+        self.timeout = Some(n);
+        self
+    }
+
+    /// Sets the retries for rate limits.
+    pub const fn rate_limit(mut self, n: u32) -> Self {
+        self.rate_limit = Some(n);
+        self
+    }
+
+    /// Sets the retries for content-policy refusals.
+    pub const fn content_policy(mut self, n: u32) -> Self {
+        self.content_policy = Some(n);
+        self
+    }
+
+    /// Sets the retries for server errors, connection failures and broken transfers.
+    pub const fn internal_server_error(mut self, n: u32) -> Self {
+        self.internal_server_error = Some(n);
+        self
+    }
+
+    /// Reads a LiteLLM `retry_policy` mapping (`BadRequestErrorRetries`, `AuthenticationErrorRetries`,
+    /// `TimeoutErrorRetries`, `RateLimitErrorRetries`, `ContentPolicyViolationErrorRetries`,
+    /// `InternalServerErrorRetries`). An unknown name is an error rather than silently ignored.
+    pub fn from_litellm(map: &BTreeMap<String, u32>) -> Result<Self, RetryPolicyError> {
+        let mut policy = Self::new();
+        for (name, &n) in map {
+            let slot = match name.as_str() {
+                "BadRequestErrorRetries" => &mut policy.bad_request,
+                "AuthenticationErrorRetries" => &mut policy.authentication,
+                "TimeoutErrorRetries" => &mut policy.timeout,
+                "RateLimitErrorRetries" => &mut policy.rate_limit,
+                "ContentPolicyViolationErrorRetries" => &mut policy.content_policy,
+                "InternalServerErrorRetries" => &mut policy.internal_server_error,
+                _ => return Err(RetryPolicyError { field: name.clone() }),
+            };
+            *slot = Some(n);
+        }
+        Ok(policy)
+    }
+
+    /// The retries this policy sets for an outcome's class, if it sets that class.
+    ///
+    /// Classes: bad request and context window → `bad_request`; auth → `authentication`;
+    /// timeout → `timeout`; rate limited → `rate_limit`; content policy → `content_policy`;
+    /// server error, connect and transport → `internal_server_error`. Not-found and success have
+    /// no class.
+    pub fn for_outcome(&self, outcome: Outcome) -> Option<u32> {
+        match outcome {
+            Outcome::BadRequest | Outcome::ContextWindowExceeded => self.bad_request,
+            Outcome::Auth => self.authentication,
+            Outcome::Timeout => self.timeout,
+            Outcome::RateLimited => self.rate_limit,
+            Outcome::ContentPolicy => self.content_policy,
+            Outcome::ServerError | Outcome::Connect | Outcome::Transport => self.internal_server_error,
+            Outcome::NotFound | Outcome::Success => None,
+        }
+    }
+}
+
+/// A LiteLLM retry policy named a field that does not exist.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicyError {
+    field: String,
+}
+
+impl RetryPolicyError {
+    /// The unknown field name.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+}
+
+impl fmt::Display for RetryPolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown retry policy field `{}`; expected one of {}", self.field, LITELLM_FIELDS.join(", "))
+    }
+}
+
+impl std::error::Error for RetryPolicyError {}
+
+/// Why the retry layer gave up on a group (for traces and tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// The retry count for this error is used up.
+    Exhausted,
+    /// The request cannot be cloned for another attempt.
+    NotReplayable,
+    /// One of our own refusals that waiting cannot fix (unknown group, no candidates, budget,
+    /// context window).
+    Refusal,
+    /// Context window exceeded and the group has a context-window fallback.
+    ContextWindowFallback,
+    /// Content filter and the group has a content-policy fallback.
+    ContentPolicyFallback,
+    /// The status says another attempt would fail the same way (400, 404, 422, ...).
+    NotRetryable,
+    /// An authentication error in a group with one deployment.
+    AuthSingleDeployment,
+    /// Rate limited, nothing healthy left, and a general fallback exists.
+    RateLimitedToFallback,
+    /// No healthy candidate is left in the group.
+    NoHealthy,
+    /// A refusal whose wait is unknown or longer than [`MAX_RETRY_AFTER`].
+    WaitTooLong,
+    /// The wait would cross the call's deadline.
+    Deadline,
+    /// The shared retry budget is empty.
+    Budget,
+    /// The inner service failed while getting ready for the retry.
+    NotReady,
+}
+
+impl Stop {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Exhausted => "exhausted",
+            Self::NotReplayable => "not_replayable",
+            Self::Refusal => "refusal",
+            Self::ContextWindowFallback => "context_window_fallback",
+            Self::ContentPolicyFallback => "content_policy_fallback",
+            Self::NotRetryable => "not_retryable",
+            Self::AuthSingleDeployment => "auth_single_deployment",
+            Self::RateLimitedToFallback => "rate_limited_to_fallback",
+            Self::NoHealthy => "no_healthy_candidate",
+            Self::WaitTooLong => "wait_too_long",
+            Self::Deadline => "deadline",
+            Self::Budget => "budget",
+            Self::NotReady => "not_ready",
+        }
+    }
+}
+
+/// Which fallback tables have an entry for the failing group (after `disable_fallbacks`, the hop
+/// limit and per-request fallbacks are taken into account).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FallbackPresence {
+    pub(crate) general: bool,
+    pub(crate) context_window: bool,
+    pub(crate) content_policy: bool,
+}
+
+/// Rows 1–4 and 6 of the should-retry table: the rules that need no state read.
+///
+/// `policy_set` says a retry policy sets a count for this class, which lifts rows 3, 4 and 6 (as
+/// LiteLLM skips its whole table then), but not rows 1 and 2.
+pub(crate) fn status_rules(
+    outcome: Outcome,
+    policy_set: bool,
+    group_size: usize,
+    fallbacks: FallbackPresence,
+) -> Option<Stop> {
+    if outcome == Outcome::ContextWindowExceeded && fallbacks.context_window {
+        return Some(Stop::ContextWindowFallback);
+    }
+    if outcome == Outcome::ContentPolicy && fallbacks.content_policy {
+        return Some(Stop::ContentPolicyFallback);
+    }
+    if policy_set {
+        return None;
+    }
+    if !outcome.is_retryable() && outcome != Outcome::Auth {
+        // Row 4 (not found) is a case of row 3: a 404 is never retryable.
+        return Some(Stop::NotRetryable);
+    }
+    if outcome == Outcome::Auth && group_size <= 1 {
+        return Some(Stop::AuthSingleDeployment);
+    }
+    None
+}
+
+/// Rows 5 and 7: the rules that need the healthy count. `waiting` marks one of our own
+/// rate-limit or cooldown refusals, which by definition leave nothing healthy: row 5 sends them to
+/// a general fallback, and otherwise they are retried after their wait rather than stopped by
+/// row 7.
+pub(crate) fn health_rules(outcome: Outcome, healthy: usize, waiting: bool, general_fallback: bool) -> Option<Stop> {
+    if healthy > 0 {
+        return None;
+    }
+    if outcome == Outcome::RateLimited && general_fallback {
+        return Some(Stop::RateLimitedToFallback);
+    }
+    (!waiting).then_some(Stop::NoHealthy)
+}
+
+/// The wait before retry number `retry` (1 for the first retry), without jitter.
+///
+/// The latest error's `Retry-After` when it is in (0, 60 s], else 0.5 s × 2^(retry−1) capped at
+/// 8 s; never below `floor` (the router's `retry_after`, which is not capped).
+pub(crate) fn backoff(retry: u32, retry_after: Option<Duration>, floor: Duration) -> Duration {
+    let base = match retry_after {
+        Some(ra) if !ra.is_zero() && ra <= MAX_RETRY_AFTER => ra,
+        _ => {
+            let doublings = retry.saturating_sub(1).min(16);
+            INITIAL_BACKOFF.saturating_mul(1 << doublings).min(MAX_BACKOFF)
+        }
+    };
+    base.max(floor)
+}
+
+/// Uniform jitter in `[0, JITTER)` from a unit sample in `[0, 1)`.
+pub(crate) fn jitter(unit: f64) -> Duration {
+    JITTER.mul_f64(unit.clamp(0.0, 1.0 - f64::EPSILON))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn litellm_names_map_to_every_field() {
+        let map: BTreeMap<String, u32> = LITELLM_FIELDS.iter().zip(1..).map(|(k, v)| ((*k).to_owned(), v)).collect();
+        let p = RetryPolicy::from_litellm(&map).expect("known names");
+        assert_eq!(
+            p,
+            RetryPolicy::new()
+                .bad_request(1)
+                .authentication(2)
+                .timeout(3)
+                .rate_limit(4)
+                .content_policy(5)
+                .internal_server_error(6)
+        );
+    }
+
+    #[test]
+    fn unknown_litellm_name_is_named_in_the_error() {
+        let err = RetryPolicy::from_litellm(&BTreeMap::from([("NotFoundErrorRetries".to_owned(), 1)])).unwrap_err();
+        assert_eq!(err.field(), "NotFoundErrorRetries");
+        assert!(err.to_string().contains("InternalServerErrorRetries"));
+    }
+
+    #[test]
+    fn context_window_is_a_bad_request_and_transport_a_server_error() {
+        let p = RetryPolicy::new().bad_request(5).internal_server_error(7);
+        assert_eq!(p.for_outcome(Outcome::ContextWindowExceeded), Some(5));
+        assert_eq!(p.for_outcome(Outcome::Connect), Some(7));
+        assert_eq!(p.for_outcome(Outcome::Transport), Some(7));
+        assert_eq!(p.for_outcome(Outcome::NotFound), None);
+    }
+
+    #[test]
+    fn policy_lifts_status_rules_but_not_fallback_rules() {
+        let cw = FallbackPresence { context_window: true, ..Default::default() };
+        assert_eq!(status_rules(Outcome::ContextWindowExceeded, true, 3, cw), Some(Stop::ContextWindowFallback));
+        assert_eq!(status_rules(Outcome::BadRequest, true, 3, cw), None);
+        assert_eq!(status_rules(Outcome::BadRequest, false, 3, cw), Some(Stop::NotRetryable));
+        assert_eq!(status_rules(Outcome::Auth, false, 1, cw), Some(Stop::AuthSingleDeployment));
+        assert_eq!(status_rules(Outcome::Auth, false, 2, cw), None);
+        assert_eq!(status_rules(Outcome::Auth, true, 1, cw), None);
+    }
+
+    #[test]
+    fn backoff_steps() {
+        let z = Duration::ZERO;
+        let secs = |s: f64| Duration::from_secs_f64(s);
+        let steps: Vec<_> = (1..=7).map(|n| backoff(n, None, z)).collect();
+        assert_eq!(steps, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0].map(secs));
+        assert_eq!(backoff(1, Some(secs(3.0)), z), secs(3.0));
+        assert_eq!(backoff(3, Some(secs(61.0)), z), secs(2.0));
+        assert_eq!(backoff(3, Some(z), z), secs(2.0));
+        assert_eq!(backoff(1, None, secs(20.0)), secs(20.0));
+        assert_eq!(backoff(1, Some(secs(3.0)), secs(5.0)), secs(5.0));
+    }
+
+    proptest! {
+        #[test]
+        fn backoff_is_bounded_and_floored(retry in 0u32..1000, ra_ms in proptest::option::of(0u64..200_000), floor_ms in 0u64..100_000) {
+            let floor = Duration::from_millis(floor_ms);
+            let b = backoff(retry, ra_ms.map(Duration::from_millis), floor);
+            prop_assert!(b >= floor);
+            prop_assert!(b <= MAX_RETRY_AFTER.max(floor));
+        }
+
+        #[test]
+        fn backoff_without_retry_after_never_decreases(retry in 1u32..1000) {
+            prop_assert!(backoff(retry + 1, None, Duration::ZERO) >= backoff(retry, None, Duration::ZERO));
+        }
+
+        #[test]
+        fn jitter_stays_below_its_bound(unit in 0.0f64..=1.0) {
+            prop_assert!(jitter(unit) < JITTER);
+        }
+    }
+}

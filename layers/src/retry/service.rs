@@ -1,0 +1,411 @@
+use std::{
+    collections::BTreeMap,
+    fmt,
+    future::poll_fn,
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use futures_util::future::BoxFuture;
+use rand::{Rng, RngCore, SeedableRng, rngs::SmallRng};
+use tokio::time::{Instant, sleep};
+use tower_service::Service;
+
+use super::{
+    RetryLayer,
+    layer::Shared,
+    policy::{self, FallbackPresence, MAX_RETRY_AFTER, Stop},
+};
+use crate::{
+    BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
+    Served,
+};
+
+/// Retries failed attempts within the request's model group; see [`RetryLayer`].
+///
+/// Each attempt sends a clone of the request (so lower layers start from the caller's context),
+/// with the deployments that already failed excluded and the candidates left for the lower layers
+/// to resolve again. After a failure the should-retry table, the retry count for the error's class,
+/// the call's deadline and the retry budget decide whether there is another attempt, and the
+/// backoff how long to wait for it.
+pub struct Retry<S> {
+    inner: S,
+    layer: RetryLayer,
+    rng: SmallRng,
+}
+
+impl<S: fmt::Debug> fmt::Debug for Retry<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.layer).finish()
+    }
+}
+
+impl<S: Clone> Clone for Retry<S> {
+    /// A clone draws its own jitter sequence (a copied RNG would repeat its parent's).
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), layer: self.layer.clone(), rng: self.layer.seeds.rng() }
+    }
+}
+
+impl<S> Retry<S> {
+    pub(crate) fn new(inner: S, layer: RetryLayer) -> Self {
+        let rng = layer.seeds.rng();
+        Self { inner, layer, rng }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, R> Service<R> for Retry<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.layer.shared.clone();
+        let seed = self.rng.next_u64();
+        Box::pin(retry_in_group(inner, shared, seed, req))
+    }
+}
+
+/// The whole call: first attempt, then retries until one succeeds or a rule stops.
+async fn retry_in_group<S, R>(
+    mut inner: S,
+    shared: Arc<Shared>,
+    seed: u64,
+    mut req: R,
+) -> Result<http::Response<RouteBody>, BoxError>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>>,
+    S::Error: Into<BoxError>,
+{
+    if let Some(budget) = &shared.config.budget {
+        budget.deposit();
+    }
+    let Some(ctx) = req.route_ctx_mut() else {
+        // Nothing to route by; the lower layers report the missing context.
+        return inner.call(req).await.map_err(Into::into);
+    };
+    if ctx.deadline.is_none()
+        && let Some(d) = shared.config.deadline
+    {
+        ctx.deadline = Some(Instant::now() + d);
+    }
+    let mut session = Session::new(&shared, ctx, seed);
+
+    // `req` stays pristine as the template of every attempt; the inner layers change only clones.
+    let Some(mut attempt) = req.try_clone_request() else {
+        // Not replayable: one attempt with the original.
+        return inner.call(req).await.map_err(|e| session.give_up(e.into(), Stop::NotReplayable));
+    };
+    let mut retries = 0u32;
+    loop {
+        let err: BoxError = match inner.call(attempt).await {
+            Ok(mut resp) => {
+                if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
+                    served.retries = retries;
+                }
+                return Ok(resp);
+            }
+            Err(e) => e.into(),
+        };
+        let wait = match session.after_failure(&err, retries).await {
+            Ok(wait) => wait,
+            Err(stop) => return Err(session.give_up(err, stop)),
+        };
+        let Some(mut next) = req.try_clone_request() else {
+            return Err(session.give_up(err, Stop::NotReplayable));
+        };
+        if !session.withdraw() {
+            return Err(session.give_up(err, Stop::Budget));
+        }
+        session.prepare(&mut next);
+        retries += 1;
+        tracing::debug!(
+            target: "switchyard::retry",
+            group = %session.target,
+            retry = retries,
+            wait_ms = wait.as_millis() as u64,
+            error = %err,
+            "retrying",
+        );
+        drop(err);
+        if !wait.is_zero() {
+            sleep(wait).await;
+        }
+        // Only the first call may use the readiness `poll_ready` gave; every retry waits for its own.
+        if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
+            return Err(session.give_up(e.into(), Stop::NotReady));
+        }
+        attempt = next;
+    }
+}
+
+/// What one call remembers between its attempts.
+struct Session<'a> {
+    shared: &'a Shared,
+    /// The name the hop routes to (a group or an alias of one).
+    target: Arc<str>,
+    /// The resolved group, from the context or resolved on the first failure.
+    group: Option<Arc<Group>>,
+    /// Exclusions the caller (or an outer layer) made; always kept.
+    base_excluded: Vec<DeploymentId>,
+    /// Deployments that failed in this group during this call, in order.
+    failed: Vec<DeploymentId>,
+    /// Exclusions of the next attempt, on top of `base_excluded`.
+    exclude: Vec<DeploymentId>,
+    deadline: Option<Instant>,
+    request_retries: Option<u32>,
+    fallbacks: FallbackFacts,
+    trail: CallTrail,
+    rng: SmallRng,
+}
+
+/// The parts of the request that decide whether a fallback table applies.
+struct FallbackFacts {
+    /// `disable_fallbacks`, or no hop left under `max_fallbacks`.
+    disabled: bool,
+    /// A per-request `fallbacks` list (replacing the general table): whether it names any group.
+    per_request: Option<bool>,
+}
+
+impl<'a> Session<'a> {
+    fn new(shared: &'a Shared, ctx: &RouteCtx, seed: u64) -> Self {
+        let facts = ctx.facts();
+        let hops_left = ctx.hop < shared.config.fallbacks.max_fallbacks;
+        Self {
+            shared,
+            target: Arc::from(ctx.target()),
+            group: ctx.group.clone(),
+            base_excluded: ctx.excluded.clone(),
+            failed: Vec::new(),
+            exclude: Vec::new(),
+            deadline: ctx.deadline,
+            request_retries: facts.num_retries,
+            fallbacks: FallbackFacts {
+                disabled: facts.disable_fallbacks || !hops_left,
+                per_request: facts.fallbacks.as_ref().map(|f| !f.is_empty()),
+            },
+            trail: ctx.call_trail(),
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Decides about another attempt after `err`; `Ok` carries the wait before it.
+    async fn after_failure(&mut self, err: &BoxError, retries: u32) -> Result<Duration, Stop> {
+        let route = RouteError::find(&**err);
+        let kind = route.map_or(RouteErrorKind::Upstream, RouteError::kind);
+        // An error without a classification is a broken transfer, as the select layer records it.
+        let outcome = route.and_then(RouteError::outcome).unwrap_or(Outcome::Transport);
+        let retry_after = route.and_then(RouteError::retry_after);
+        let failed = route.and_then(RouteError::deployment).cloned();
+        // Our own refusals are not upstream failures: only a wait can change a cooldown or a full
+        // rate-limit window; nothing changes an unknown group, an empty group or a spent budget.
+        let waiting = match kind {
+            RouteErrorKind::Upstream => false,
+            RouteErrorKind::AllCoolingDown | RouteErrorKind::RateLimited => true,
+            _ => return Err(Stop::Refusal),
+        };
+        if let Some(id) = &failed
+            && !self.failed.contains(id)
+        {
+            self.failed.push(id.clone());
+        }
+        let group = self.group()?;
+        let config = &self.shared.config;
+
+        let names = [group.name().as_ref(), self.target.as_ref()];
+        let policy_retries = config.policy_for(names).and_then(|p| p.for_outcome(outcome));
+        let deployment_retries = || {
+            let id = failed.as_ref()?;
+            let d = group
+                .deployments()
+                .iter()
+                .find(|d| &d.id == id)
+                .cloned()
+                .or_else(|| self.shared.registry.deployment(id));
+            d?.num_retries
+        };
+        let max = self.request_retries.or(policy_retries).or_else(deployment_retries).unwrap_or(config.num_retries);
+        if retries >= max {
+            return Err(Stop::Exhausted);
+        }
+
+        let candidates: Vec<DeploymentId> = group
+            .candidates()
+            .into_iter()
+            .map(|d| d.id.clone())
+            .filter(|id| !self.base_excluded.contains(id))
+            .collect();
+        let fallbacks = self.fallback_presence(names);
+        if !waiting
+            && let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks)
+        {
+            return Err(stop);
+        }
+
+        // A refusal to wait for says that nothing can serve now (all cooling down, or all at their
+        // limits): nothing to read.
+        let able = if waiting { Vec::new() } else { self.not_cooling(candidates).await };
+        if let Some(id) = failed {
+            // Exclude every deployment that failed while another one can still serve; once all that
+            // can serve have failed, start another round without the one that just failed; and
+            // when it is the only one that can serve (a one-deployment group), retry it.
+            let leaves_some = |ex: &[DeploymentId]| able.iter().any(|d| !ex.contains(d));
+            self.exclude.clone_from(&self.failed);
+            if !leaves_some(&self.exclude) {
+                self.exclude = vec![id];
+                if !leaves_some(&self.exclude) {
+                    self.exclude.clear();
+                }
+            }
+        }
+        let healthy: Vec<DeploymentId> = able.into_iter().filter(|d| !self.exclude.contains(d)).collect();
+        if let Some(stop) = policy::health_rules(outcome, healthy.len(), waiting, fallbacks.general) {
+            return Err(stop);
+        }
+        if waiting && !retry_after.is_some_and(|ra| !ra.is_zero() && ra <= MAX_RETRY_AFTER) {
+            return Err(Stop::WaitTooLong);
+        }
+
+        let fresh = healthy.iter().any(|id| !self.failed.contains(id));
+        let wait = if !waiting && fresh {
+            // Another deployment that has not failed yet is ready: no reason to wait (LiteLLM).
+            Duration::ZERO
+        } else {
+            policy::backoff(retries + 1, retry_after, config.retry_after) + policy::jitter(self.rng.random())
+        };
+        if let Some(deadline) = self.deadline
+            && Instant::now() + wait >= deadline
+        {
+            return Err(Stop::Deadline);
+        }
+        Ok(wait)
+    }
+
+    fn group(&mut self) -> Result<Arc<Group>, Stop> {
+        if let Some(g) = &self.group {
+            return Ok(g.clone());
+        }
+        let group = self.shared.registry.resolve(&self.target).map_err(|_| Stop::Refusal)?.group;
+        self.group = Some(group.clone());
+        Ok(group)
+    }
+
+    /// Which fallback tables would take over from this group. Looks entries up as the fallback
+    /// layer does: the group, then the name the hop targeted, each also without its provider
+    /// prefix; a per-request list replaces the general table, and a `*` entry or
+    /// `default_fallbacks` counts for groups without their own.
+    fn fallback_presence(&self, names: [&str; 2]) -> FallbackPresence {
+        if self.fallbacks.disabled {
+            return FallbackPresence::default();
+        }
+        let tables = &self.shared.config.fallbacks;
+        let general = match self.fallbacks.per_request {
+            Some(non_empty) => non_empty,
+            None => {
+                has_entry(&tables.general, names)
+                    || !tables.default.is_empty()
+                    || tables.general.get("*").is_some_and(|d| !d.is_empty())
+            }
+        };
+        FallbackPresence {
+            general,
+            context_window: has_entry(&tables.context_window, names),
+            content_policy: has_entry(&tables.content_policy, names),
+        }
+    }
+
+    /// The ids among `ids` that are not cooling down (one state read). A store that cannot answer
+    /// counts nobody as cooling: the lower layers make the same call and refuse if they know better.
+    async fn not_cooling(&self, ids: Vec<DeploymentId>) -> Vec<DeploymentId> {
+        if ids.is_empty() {
+            return ids;
+        }
+        match self.shared.store.cooldowns(&ids).await {
+            Ok(cooling) => ids.into_iter().zip(cooling).filter(|(_, c)| c.is_none()).map(|(id, _)| id).collect(),
+            Err(e) => {
+                tracing::warn!(target: "switchyard::retry", error = %e, "cooldown read failed; assuming none");
+                ids
+            }
+        }
+    }
+
+    fn withdraw(&self) -> bool {
+        self.shared.config.budget.as_ref().is_none_or(|b| b.withdraw())
+    }
+
+    /// Points the next attempt's clone at the group again, minus the deployments that failed.
+    fn prepare<R: RouteRequest>(&self, next: &mut R) {
+        if let Some(ctx) = next.route_ctx_mut() {
+            ctx.excluded.clone_from(&self.base_excluded);
+            ctx.excluded.extend(self.exclude.iter().filter(|id| !self.base_excluded.contains(id)).cloned());
+            ctx.candidates = None;
+            ctx.selected = None;
+        }
+    }
+
+    /// The error the call ends with: the last attempt's, carrying the trail of every attempt.
+    fn give_up(&self, err: BoxError, stop: Stop) -> BoxError {
+        tracing::debug!(target: "switchyard::retry", group = %self.target, reason = stop.as_str(), "not retrying");
+        RouteError::from_boxed(err).with_trail(self.trail.records()).into()
+    }
+}
+
+/// Whether `map` has a non-empty entry for one of `names`, with the fallback layer's key matching.
+fn has_entry(map: &BTreeMap<String, Vec<String>>, names: [&str; 2]) -> bool {
+    crate::fallback::entry(map, &names).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::retry::RetryLayer;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<RetryLayer>();
+        crate::assert_embeddable::<
+            Retry<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>,
+        >();
+    }
+
+    #[test]
+    fn future_is_send() {
+        fn assert_send<F: Future + Send + 'static>(_: F) {}
+        let registry = Arc::new(crate::Registry::new());
+        let store = Arc::new(crate::StateStore::memory());
+        let provider = tower::service_fn(|_: http::Request<bytes::Bytes>| async {
+            Ok::<_, BoxError>(http::Response::new(RouteBody::empty()))
+        });
+        let mut svc = tower_layer::Layer::layer(&RetryLayer::new(registry, store, Default::default()), provider);
+        assert_send(svc.call(http::Request::new(bytes::Bytes::new())));
+    }
+}
