@@ -41,6 +41,7 @@ mod validate;
 use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
 
 use switchyard_layers::cooldown::{ALLOWED_FAILS_POLICY_FIELDS, ProbeConfig};
+use switchyard_layers::retry::RETRY_POLICY_FIELDS;
 use switchyard_layers::{
     ApiKey, Deployment,
     fallback::FallbackTables,
@@ -146,6 +147,12 @@ pub struct RouterSettings {
     /// `num_retries` per error class, by LiteLLM field name (`RateLimitErrorRetries`, ...; see
     /// [`RouterSettings::RETRY_POLICY_FIELDS`]).
     pub retry_policy: Option<BTreeMap<String, u32>>,
+    /// `model_group_retry_policy`: a `retry_policy` per model group, replacing the router's for
+    /// that group.
+    pub group_retry_policies: BTreeMap<String, BTreeMap<String, u32>>,
+    /// A retry budget shared by all requests (`retry_budget: {ratio, min_per_sec}`, ours):
+    /// retries as a fraction of traffic, plus a floor per second.
+    pub retry_budget: Option<(f64, u32)>,
     /// How long a deployment is benched (default 5 s; `0` is kept as zero).
     pub cooldown_time: Duration,
     /// Never cool deployments down.
@@ -174,14 +181,7 @@ impl RouterSettings {
     /// Default `cooldown_time` (LiteLLM's `DEFAULT_COOLDOWN_TIME_SECONDS`).
     pub const DEFAULT_COOLDOWN_TIME: Duration = Duration::from_secs(5);
     /// The field names `retry_policy` accepts.
-    pub const RETRY_POLICY_FIELDS: [&'static str; 6] = [
-        "BadRequestErrorRetries",
-        "AuthenticationErrorRetries",
-        "TimeoutErrorRetries",
-        "RateLimitErrorRetries",
-        "ContentPolicyViolationErrorRetries",
-        "InternalServerErrorRetries",
-    ];
+    pub const RETRY_POLICY_FIELDS: [&'static str; 6] = RETRY_POLICY_FIELDS;
     /// The field names `allowed_fails_policy` accepts.
     pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 6] = ALLOWED_FAILS_POLICY_FIELDS;
 }
@@ -196,6 +196,8 @@ impl Default for RouterSettings {
             allowed_fails: None,
             allowed_fails_policy: None,
             retry_policy: None,
+            group_retry_policies: BTreeMap::new(),
+            retry_budget: None,
             cooldown_time: Self::DEFAULT_COOLDOWN_TIME,
             disable_cooldowns: false,
             enable_pre_call_checks: false,

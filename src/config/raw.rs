@@ -246,10 +246,20 @@ pub(crate) struct RawRouterSettings {
     pub(crate) redis_password: Option<String>,
     pub(crate) seed: Option<Num>,
     pub(crate) cooldown_probe: Option<Value>,
+    pub(crate) model_group_retry_policy: Option<BTreeMap<String, Option<BTreeMap<String, Option<Num>>>>>,
+    pub(crate) retry_budget: Option<RawRetryBudget>,
     pub(crate) wait_for_cooldown: Option<Num>,
     pub(crate) deadline: Option<Num>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
+}
+
+/// `router_settings.retry_budget` (ours).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetryBudget {
+    pub(crate) ratio: Option<Num>,
+    pub(crate) min_per_sec: Option<Num>,
 }
 
 /// `litellm_settings`: only its routing keys are read; `router_settings` wins over each.

@@ -294,6 +294,23 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
     }
     c.seed = opt(rs.seed, || at("seed"), to_u64)?;
     c.settings.cooldown_probe = cooldown_probe(rs.cooldown_probe, &at("cooldown_probe"))?;
+    for (group, raw) in rs.model_group_retry_policy.unwrap_or_default() {
+        let path = format!("{}.{group}", at("model_group_retry_policy"));
+        if let Some(p) = policy(raw, &path, &RouterSettings::RETRY_POLICY_FIELDS)? {
+            c.settings.group_retry_policies.insert(group, p);
+        }
+    }
+    if let Some(b) = rs.retry_budget {
+        let ratio = opt(b.ratio, || at("retry_budget.ratio"), to_f64)?.unwrap_or(0.2);
+        let min_per_sec = opt(b.min_per_sec, || at("retry_budget.min_per_sec"), to_u32)?.unwrap_or(10);
+        if !(0.0..=1000.0).contains(&ratio) {
+            return Err(ConfigError::invalid(
+                at("retry_budget.ratio"),
+                format!("must be between 0 and 1000, got {ratio}"),
+            ));
+        }
+        c.settings.retry_budget = Some((ratio, min_per_sec));
+    }
     c.settings.wait_for_cooldown = opt(rs.wait_for_cooldown, || at("wait_for_cooldown"), to_secs)?;
     c.settings.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
     w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);

@@ -18,6 +18,7 @@ use switchyard_layers::{
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownLayer},
     deployment::RegistryError,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
+    retry::{RetryBudget, RetryConfig, RetryLayer, RetryPolicy},
     select::{SelectConfigError, SelectLayer, Strategies},
     state::StoreConfig,
 };
@@ -162,6 +163,10 @@ impl RouterBuilder<'_> {
             select = select.with_seed(seed);
         }
         let cooldown = CooldownLayer::new(registry.clone(), store.clone(), cooldown_config(config, self.on_cooldown)?);
+        let mut retry = RetryLayer::new(registry.clone(), store.clone(), retry_config(config)?);
+        if let Some(seed) = self.seed.or(config.seed) {
+            retry = retry.with_seed(seed.wrapping_add(1));
+        }
         let mut fallback_config = FallbackConfig::new().tables(config.fallbacks.clone());
         if let Some(d) = config.settings.deadline {
             fallback_config = fallback_config.deadline(d);
@@ -171,7 +176,7 @@ impl RouterBuilder<'_> {
             fallback = fallback.on_event(move |e| hook(e));
         }
         let service = BoxCloneSyncService::new(
-            ServiceBuilder::new().layer(fallback).layer(cooldown.clone()).layer(select).service(provider),
+            ServiceBuilder::new().layer(fallback).layer(retry).layer(cooldown.clone()).layer(select).service(provider),
         );
         Ok(Router { registry, store, cooldown, service })
     }
@@ -196,6 +201,32 @@ fn cooldown_config(
         .probe(s.cooldown_probe)
         .wait_for_cooldown(s.wait_for_cooldown);
     c.hook = hook;
+    Ok(c)
+}
+
+fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {
+    let s = &config.settings;
+    let read = |map: &std::collections::BTreeMap<String, u32>, path: &str| {
+        RetryPolicy::from_litellm(map).map_err(|e| ConfigError::invalid(path, e.to_string()))
+    };
+    let mut c = RetryConfig::default()
+        .num_retries(s.num_retries)
+        .retry_after(s.retry_after)
+        .fallbacks(config.fallbacks.clone());
+    if let Some(p) = &s.retry_policy {
+        c = c.retry_policy(read(p, "router_settings.retry_policy")?);
+    }
+    for (group, p) in &s.group_retry_policies {
+        c = c.group_retry_policy(group.clone(), read(p, &format!("router_settings.model_group_retry_policy.{group}"))?);
+    }
+    if let Some((ratio, min_per_sec)) = s.retry_budget {
+        let budget = RetryBudget::new(ratio, min_per_sec)
+            .map_err(|e| ConfigError::invalid("router_settings.retry_budget", e.to_string()))?;
+        c = c.budget(budget);
+    }
+    if let Some(d) = s.deadline {
+        c = c.deadline(d);
+    }
     Ok(c)
 }
 

@@ -58,5 +58,5 @@ mod service;
 
 pub use budget::{RetryBudget, RetryBudgetError};
 pub use layer::{RetryConfig, RetryLayer};
-pub use policy::{RetryPolicy, RetryPolicyError};
+pub use policy::{RETRY_POLICY_FIELDS, RetryPolicy, RetryPolicyError};
 pub use service::Retry;

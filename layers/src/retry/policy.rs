@@ -53,7 +53,7 @@ pub struct RetryPolicy {
 }
 
 /// The LiteLLM names of the [`RetryPolicy`] fields, in field order.
-const LITELLM_FIELDS: [&str; 6] = [
+pub const RETRY_POLICY_FIELDS: [&str; 6] = [
     "BadRequestErrorRetries",
     "AuthenticationErrorRetries",
     "TimeoutErrorRetries",
@@ -165,7 +165,7 @@ impl RetryPolicyError {
 
 impl fmt::Display for RetryPolicyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown retry policy field `{}`; expected one of {}", self.field, LITELLM_FIELDS.join(", "))
+        write!(f, "unknown retry policy field `{}`; expected one of {}", self.field, RETRY_POLICY_FIELDS.join(", "))
     }
 }
 
@@ -303,7 +303,8 @@ mod tests {
 
     #[test]
     fn litellm_names_map_to_every_field() {
-        let map: BTreeMap<String, u32> = LITELLM_FIELDS.iter().zip(1..).map(|(k, v)| ((*k).to_owned(), v)).collect();
+        let map: BTreeMap<String, u32> =
+            RETRY_POLICY_FIELDS.iter().zip(1..).map(|(k, v)| ((*k).to_owned(), v)).collect();
         let p = RetryPolicy::from_litellm(&map).expect("known names");
         assert_eq!(
             p,
