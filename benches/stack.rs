@@ -12,8 +12,18 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use switchyard::{Config, RouteBody, RouteCtx, Router, layers::BoxError};
-use tower::{ServiceExt, service_fn};
+use std::sync::Arc;
+
+use switchyard::{
+    Config, RouteBody, RouteCtx, Router, StateStore,
+    layers::{
+        BoxError, Registry,
+        cooldown::{CooldownConfig, CooldownLayer},
+        retry::{RetryConfig, RetryLayer},
+        select::{RoutingStrategy, SelectLayer},
+    },
+};
+use tower::{ServiceBuilder, ServiceExt, service_fn, util::BoxCloneSyncService};
 
 fn config() -> Config {
     let mut yaml = String::from("model_list:\n");
@@ -48,6 +58,35 @@ fn stack(c: &mut Criterion) {
             async move { black_box(p.oneshot(request()).await.expect("ok")) }
         });
     });
+    // The stack built up one layer at a time, to attribute the cost.
+    let registry = Arc::new(Registry::with_deployments(config().deployments).expect("registry"));
+    let store = Arc::new(StateStore::memory());
+    let select = SelectLayer::new(registry.clone(), store.clone(), RoutingStrategy::SimpleShuffle.build()).with_seed(1);
+    let cooldown = CooldownLayer::new(registry.clone(), store.clone(), CooldownConfig::default());
+    let retry = RetryLayer::new(registry.clone(), store.clone(), RetryConfig::default()).with_seed(2);
+    let partial: [(&str, BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>); 3] = [
+        ("select", BoxCloneSyncService::new(ServiceBuilder::new().layer(select.clone()).service(provider.clone()))),
+        (
+            "cooldown + select",
+            BoxCloneSyncService::new(
+                ServiceBuilder::new().layer(cooldown.clone()).layer(select.clone()).service(provider.clone()),
+            ),
+        ),
+        (
+            "retry + cooldown + select",
+            BoxCloneSyncService::new(
+                ServiceBuilder::new().layer(retry).layer(cooldown).layer(select).service(provider.clone()),
+            ),
+        ),
+    ];
+    for (name, svc) in partial {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| {
+                let s = svc.clone();
+                async move { black_box(s.oneshot(request()).await.expect("ok")) }
+            });
+        });
+    }
     group.bench_function("default stack, 8 deployments", |b| {
         b.to_async(&rt).iter(|| {
             let s = service.clone();

@@ -154,7 +154,8 @@ impl RequestFacts {
     }
 }
 
-/// One attempt, as remembered in the call's trail.
+/// One failed attempt, as remembered in the call's trail (the attempt that served is described by
+/// [`Served`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AttemptRecord {

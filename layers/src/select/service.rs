@@ -92,7 +92,7 @@ where
         Box::pin(async move {
             let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
             let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;
-            let candidates = ctx.resolve_candidates(&shared.registry)?.clone();
+            let candidates = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
             let group = ctx.group.clone().expect("resolved with the candidates");
             if candidates.is_empty() {
                 return Err(RouteError::new(
@@ -178,7 +178,6 @@ where
             match result {
                 Ok(mut resp) => {
                     span.record("outcome", "success");
-                    trail.record(record(crate::Outcome::Success, None));
                     let usage_now = resp.body().usage();
                     if stream {
                         store.local().record_ttft(&chosen.id, elapsed);
@@ -189,7 +188,8 @@ where
                     body.hold(in_flight);
                     attach_end_of_attempt(body, shared.store.clone(), chosen.clone(), reservation, start, stream);
                     if resp.extensions().get::<Served>().is_none() {
-                        let failed = trail.records().into_iter().filter(|r| !r.outcome.is_success()).collect();
+                        // The trail holds the failed attempts; the first attempt had none before it.
+                        let failed = if attempt > 1 { trail.records() } else { Vec::new() };
                         resp.extensions_mut().insert(Served {
                             group: group.name().clone(),
                             deployment: chosen.id.clone(),

@@ -12,7 +12,6 @@ use std::{
     time::Duration,
 };
 
-use dashmap::DashMap;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
@@ -64,7 +63,7 @@ struct Stats {
 #[derive(Debug, Default)]
 pub struct LocalState {
     config: LatencyConfig,
-    stats: DashMap<DeploymentId, Arc<Stats>>,
+    stats: super::IdMap<Arc<Stats>>,
 }
 
 /// Holds one in-flight request on a deployment; dropping it releases the count, so errors and
@@ -98,7 +97,7 @@ fn mean(q: &VecDeque<(Instant, f64)>, now: Instant, ttl: Duration) -> Option<f64
 impl LocalState {
     /// Local state with the given latency settings.
     pub fn new(config: LatencyConfig) -> Self {
-        Self { config, stats: DashMap::new() }
+        Self { config, stats: super::IdMap::default() }
     }
 
     /// The latency settings.

@@ -46,9 +46,9 @@ struct Spend {
 pub(super) struct MemoryBackend {
     base: Instant,
     config: StoreConfig,
-    benches: DashMap<DeploymentId, Bench>,
-    usage: DashMap<DeploymentId, SlidingWindow>,
-    outcomes: DashMap<DeploymentId, SlidingWindow>,
+    benches: super::IdMap<Bench>,
+    usage: super::IdMap<SlidingWindow>,
+    outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
 }
 
@@ -57,9 +57,9 @@ impl MemoryBackend {
         Self {
             base: Instant::now(),
             config,
-            benches: DashMap::new(),
-            usage: DashMap::new(),
-            outcomes: DashMap::new(),
+            benches: super::IdMap::default(),
+            usage: super::IdMap::default(),
+            outcomes: super::IdMap::default(),
             spend: DashMap::new(),
         }
     }

@@ -26,6 +26,10 @@ mod local;
 mod memory;
 mod window;
 
+/// A concurrent map keyed by deployment id with a fast non-cryptographic hasher (ids are not
+/// attacker-chosen: they come from the config).
+pub(crate) type IdMap<V> = dashmap::DashMap<DeploymentId, V, rustc_hash::FxBuildHasher>;
+
 use std::{fmt, sync::Arc, time::Duration};
 
 pub use local::{InFlightGuard, LatencyConfig, LocalState};
