@@ -376,6 +376,9 @@ pub struct Served {
     pub attempts: u32,
     /// Retries made in the group that answered (0 when its first attempt served).
     pub retries: u32,
+    /// Time the serving attempt spent in the provider until its answer (for a stream: its first
+    /// content chunk). The call's time minus this is the routing overhead plus failed attempts.
+    pub upstream: Duration,
     /// Fallback hops made.
     pub hops: u32,
     /// Earlier attempts of this call that failed, oldest first.

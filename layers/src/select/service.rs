@@ -196,6 +196,7 @@ where
                             model: chosen.model.clone(),
                             attempts: attempt,
                             retries: 0,
+                            upstream: elapsed,
                             hops,
                             failed,
                         });
