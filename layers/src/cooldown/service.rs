@@ -170,7 +170,7 @@ where
 
     fn call(&mut self, mut req: R) -> Self::Future {
         let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let inner = std::mem::replace(&mut self.inner, clone);
         let shared = self.shared.clone();
         Box::pin(async move {
             let config = &*shared.config;
@@ -178,12 +178,18 @@ where
             let ctx = req.route_ctx_mut().ok_or_else(|| {
                 BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
             })?;
-            let candidates = ctx.resolve_candidates(&shared.registry)?.clone();
+            let stream = ctx.facts().stream;
+            let any = !ctx.resolve_candidates(&shared.registry)?.is_empty();
             let group = ctx.group.clone().expect("resolved with the candidates");
-            if config.disabled || candidates.is_empty() {
+            // Fast path: nothing is benched anywhere (a local check), so nothing to filter.
+            if config.disabled {
+                let mut inner = inner;
                 return inner.call(req).await.map_err(Into::into);
             }
-
+            if !any || !store.may_have_cooldowns() {
+                return call_and_record(inner, req, shared.clone(), group, None, stream).await;
+            }
+            let candidates = ctx.candidates.clone().unwrap_or_default();
             let ids: Vec<DeploymentId> = candidates.iter().map(|d| d.id.clone()).collect();
             let mut claim = ProbeClaim { store: store.clone(), id: None };
             let keep = loop {
@@ -232,42 +238,62 @@ where
                     }
                 }
             };
-            let probing = claim.id.clone();
-            let stream = ctx.facts().stream;
             ctx.candidates = Some(keep);
+            let probing = claim.id.take();
+            let claim = ProbeClaim { store: store.clone(), id: probing.clone() };
+            call_and_record(inner, req, shared.clone(), group, Some(claim), stream).await
+        })
+    }
+}
 
-            let result = inner.call(req).await.map_err(Into::into);
-            match result {
-                Ok(mut resp) => {
-                    let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
-                    if let Some(id) = served {
-                        store.record_outcome(&id, true).await?;
-                        if probing.as_ref() == Some(&id) {
-                            store.clear_cooldown(&id).await?;
-                            claim.settle();
-                            emit(
-                                config.hook.as_ref(),
-                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
-                            );
-                        }
-                        if stream {
-                            watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id);
-                        }
+/// Calls the inner service and records the attempt's outcome (success count, failure rules,
+/// the probe's verdict).
+async fn call_and_record<S, R>(
+    mut inner: S,
+    req: R,
+    shared: CooldownLayer,
+    group: Arc<Group>,
+    mut claim: Option<ProbeClaim>,
+    stream: bool,
+) -> Result<http::Response<RouteBody>, BoxError>
+where
+    S: Service<R, Response = http::Response<RouteBody>>,
+    S::Error: Into<BoxError>,
+{
+    let config = &*shared.config;
+    let store = &shared.store;
+    let probing = claim.as_ref().and_then(|c| c.id.clone());
+    match inner.call(req).await.map_err(Into::into) {
+        Ok(mut resp) => {
+            let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
+            if let Some(id) = served {
+                store.record_outcome(&id, true).await?;
+                if probing.as_ref() == Some(&id) {
+                    store.clear_cooldown(&id).await?;
+                    if let Some(c) = &mut claim {
+                        c.settle();
                     }
-                    Ok(resp)
+                    emit(
+                        config.hook.as_ref(),
+                        CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                    );
                 }
-                Err(err) => {
-                    if let Some(failure) = Failure::of(&err) {
-                        let was_probe = probing.as_ref() == Some(&failure.deployment);
-                        if was_probe {
-                            claim.settle();
-                        }
-                        on_failure(store, config, &group, failure, was_probe).await?;
-                    }
-                    Err(err)
+                if stream {
+                    watch_stream_end(resp.body_mut(), shared.clone(), group, id);
                 }
             }
-        })
+            Ok(resp)
+        }
+        Err(err) => {
+            if let Some(failure) = Failure::of(&err) {
+                let was_probe = probing.as_ref() == Some(&failure.deployment);
+                if was_probe && let Some(c) = &mut claim {
+                    c.settle();
+                }
+                on_failure(store, config, &group, failure, was_probe).await?;
+            }
+            Err(err)
+        }
     }
 }
 

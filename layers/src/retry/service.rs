@@ -32,7 +32,8 @@ use crate::{
 pub struct Retry<S> {
     inner: S,
     layer: RetryLayer,
-    rng: SmallRng,
+    /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
+    rng: Option<SmallRng>,
 }
 
 impl<S: fmt::Debug> fmt::Debug for Retry<S> {
@@ -44,14 +45,13 @@ impl<S: fmt::Debug> fmt::Debug for Retry<S> {
 impl<S: Clone> Clone for Retry<S> {
     /// A clone draws its own jitter sequence (a copied RNG would repeat its parent's).
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), layer: self.layer.clone(), rng: self.layer.seeds.rng() }
+        Self { inner: self.inner.clone(), layer: self.layer.clone(), rng: None }
     }
 }
 
 impl<S> Retry<S> {
     pub(crate) fn new(inner: S, layer: RetryLayer) -> Self {
-        let rng = layer.seeds.rng();
-        Self { inner, layer, rng }
+        Self { inner, layer, rng: None }
     }
 
     /// The inner service.
@@ -89,7 +89,8 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let shared = self.layer.shared.clone();
-        let seed = self.rng.next_u64();
+        let seeds = &self.layer.seeds;
+        let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         Box::pin(retry_in_group(inner, shared, seed, req))
     }
 }

@@ -27,7 +27,8 @@ use crate::{
 pub struct Select<S> {
     inner: S,
     shared: SelectLayer,
-    rng: SmallRng,
+    /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
+    rng: Option<SmallRng>,
 }
 
 impl<S: fmt::Debug> fmt::Debug for Select<S> {
@@ -38,14 +39,13 @@ impl<S: fmt::Debug> fmt::Debug for Select<S> {
 
 impl<S: Clone> Clone for Select<S> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), shared: self.shared.clone(), rng: self.shared.seeds.rng() }
+        Self { inner: self.inner.clone(), shared: self.shared.clone(), rng: None }
     }
 }
 
 impl<S> Select<S> {
     pub(crate) fn new(inner: S, shared: SelectLayer) -> Self {
-        let rng = shared.seeds.rng();
-        Self { inner, shared, rng }
+        Self { inner, shared, rng: None }
     }
 
     /// The inner service.
@@ -88,7 +88,8 @@ where
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
         let shared = self.shared.clone();
-        let seed = self.rng.next_u64();
+        let seeds = &self.shared.seeds;
+        let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         Box::pin(async move {
             let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
             let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;

@@ -78,6 +78,10 @@ impl MemoryBackend {
             .collect()
     }
 
+    pub(super) fn may_have_cooldowns(&self) -> bool {
+        !self.benches.is_empty()
+    }
+
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
         if self.benches.is_empty() {
             return vec![CooldownState::Available; ids.len()];

@@ -254,6 +254,14 @@ impl StateStore {
         }
     }
 
+    /// A cheap local check: `false` only when no deployment is cooling down or half-open anywhere,
+    /// so the cooldown layer can skip its read. `true` means "read to find out".
+    pub fn may_have_cooldowns(&self) -> bool {
+        match &self.backend {
+            Backend::Memory(m) => m.may_have_cooldowns(),
+        }
+    }
+
     /// The cooldown state of `ids`, in the same order (one read for many ids; half-open states
     /// included).
     pub async fn cooldown_states(&self, ids: &[DeploymentId]) -> Result<Vec<CooldownState>, StoreError> {
