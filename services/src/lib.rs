@@ -29,6 +29,10 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod edge;
+pub mod ingress;
+#[cfg(feature = "mock")]
+pub mod mock;
 pub mod openai;
 pub mod sim;
 

@@ -1,0 +1,171 @@
+//! Reading one HTTP request into a routable one: method, endpoint, content type, bounded body,
+//! and the OpenAI JSON parsed once.
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, header};
+use http_body::Body;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+use switchyard_layers::{BoxError, RouteCtx, ctx::Endpoint};
+
+use super::IngressError;
+use crate::openai::facts_from_json;
+
+/// What the layer configured.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ReadConfig {
+    pub(super) max_body_bytes: usize,
+    pub(super) endpoint: Option<Endpoint>,
+}
+
+/// Checks the request, buffers its body and puts a [`RouteCtx`] with the request's facts into
+/// its extensions (keeping every other extension and header).
+pub(super) async fn read_request<B>(req: http::Request<B>, config: ReadConfig) -> Result<http::Request<Bytes>, BoxError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let (mut parts, body) = req.into_parts();
+    if parts.method != Method::POST {
+        return Err(IngressError::method_not_allowed(&parts.method).into());
+    }
+    let path = parts.uri.path();
+    let Some(endpoint) = config.endpoint.or_else(|| endpoint_of(path)) else {
+        return Err(IngressError::unknown_endpoint(path).into());
+    };
+    let azure_deployment = azure_deployment(path).map(str::to_owned);
+    check_content_type(&parts.headers)?;
+    let mut body = read_body(body, config.max_body_bytes).await?;
+
+    let (model, facts) = match facts_from_json(&body, endpoint) {
+        Ok(read) => read,
+        Err(err) => match azure_deployment.as_deref().and_then(|name| with_model(&body, name)) {
+            // An Azure-style request names its deployment in the path and may leave `model` out;
+            // the name becomes the body's `model`, so every layer below sees a standard body.
+            Some(completed) => {
+                body = completed;
+                facts_from_json(&body, endpoint)?
+            }
+            None => return Err(err.into()),
+        },
+    };
+    parts.extensions.insert(RouteCtx::with_facts(model, facts));
+    Ok(http::Request::from_parts(parts, body))
+}
+
+/// The endpoint named by the end of `path`, so any prefix (`/v1`, `/openai/deployments/{name}`,
+/// a mount point) works.
+pub(super) fn endpoint_of(path: &str) -> Option<Endpoint> {
+    let path = path.trim_end_matches('/');
+    if path.ends_with("/chat/completions") {
+        Some(Endpoint::Chat)
+    } else if path.ends_with("/embeddings") {
+        Some(Endpoint::Embedding)
+    } else if path.ends_with("/completions") {
+        Some(Endpoint::Completion)
+    } else {
+        None
+    }
+}
+
+/// `{name}` in an Azure OpenAI path, `/openai/deployments/{name}/chat/completions`.
+pub(super) fn azure_deployment(path: &str) -> Option<&str> {
+    let (_, rest) = path.split_once("/openai/deployments/")?;
+    rest.split('/').next().filter(|name| !name.is_empty())
+}
+
+/// JSON or nothing: a missing (or empty) content type is accepted, and so is `application/json`
+/// with parameters and any `application/*+json`.
+fn check_content_type(headers: &HeaderMap) -> Result<(), IngressError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    if essence.is_empty() {
+        return Ok(());
+    }
+    let json = match essence.split_once('/') {
+        Some((kind, sub)) => {
+            let sub = sub.to_ascii_lowercase();
+            kind.eq_ignore_ascii_case("application") && (sub == "json" || sub.ends_with("+json"))
+        }
+        None => false,
+    };
+    if json { Ok(()) } else { Err(IngressError::unsupported_media_type(&text)) }
+}
+
+/// The whole body, refused past `limit` bytes (before reading when its length is announced).
+async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, IngressError>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+        return Err(IngressError::body_too_large(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(IngressError::body_too_large(limit)),
+        Err(e) => Err(IngressError::body_read(e)),
+    }
+}
+
+/// `body` with `"model": name` added, when it is a JSON object without a `model` key.
+fn with_model(body: &[u8], name: &str) -> Option<Bytes> {
+    let mut object: Map<String, Value> = serde_json::from_slice(body).ok()?;
+    if object.contains_key("model") {
+        return None;
+    }
+    object.insert("model".to_owned(), Value::String(name.to_owned()));
+    serde_json::to_vec(&object).ok().map(Bytes::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_come_from_the_end_of_the_path() {
+        assert_eq!(endpoint_of("/v1/chat/completions"), Some(Endpoint::Chat));
+        assert_eq!(endpoint_of("/chat/completions/"), Some(Endpoint::Chat));
+        assert_eq!(endpoint_of("/v1/completions"), Some(Endpoint::Completion));
+        assert_eq!(endpoint_of("/v1/embeddings"), Some(Endpoint::Embedding));
+        assert_eq!(endpoint_of("/openai/deployments/gpt4/chat/completions"), Some(Endpoint::Chat));
+        assert_eq!(endpoint_of("/v1/models"), None);
+        assert_eq!(endpoint_of("/"), None);
+    }
+
+    #[test]
+    fn azure_deployment_names_come_from_the_path() {
+        assert_eq!(azure_deployment("/openai/deployments/gpt-4o/chat/completions"), Some("gpt-4o"));
+        assert_eq!(azure_deployment("/openai/deployments//chat/completions"), None);
+        assert_eq!(azure_deployment("/v1/chat/completions"), None);
+    }
+
+    #[test]
+    fn content_types() {
+        let check = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::CONTENT_TYPE, ct.parse().expect("header value"));
+            check_content_type(&h).is_ok()
+        };
+        assert!(check_content_type(&HeaderMap::new()).is_ok());
+        assert!(check("application/json"));
+        assert!(check("Application/JSON; charset=utf-8"));
+        assert!(check("application/vnd.api+json"));
+        assert!(check(""));
+        assert!(!check("text/plain"));
+        assert!(!check("multipart/form-data; boundary=x"));
+        assert!(!check("json"));
+    }
+
+    #[test]
+    fn a_model_is_added_only_when_absent() {
+        let added = with_model(br#"{"messages":[]}"#, "gpt-4o").expect("added");
+        let v: Value = serde_json::from_slice(&added).expect("json");
+        assert_eq!(v["model"], "gpt-4o");
+        assert!(with_model(br#"{"model":null}"#, "gpt-4o").is_none());
+        assert!(with_model(b"[1]", "gpt-4o").is_none());
+    }
+}
