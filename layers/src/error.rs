@@ -223,9 +223,8 @@ impl RouteError {
             return s;
         }
         match self.inner.kind {
-            RouteErrorKind::UnknownGroup | RouteErrorKind::InvalidRequest | RouteErrorKind::ContextWindowExceeded => {
-                StatusCode::BAD_REQUEST
-            }
+            RouteErrorKind::UnknownGroup => StatusCode::NOT_FOUND,
+            RouteErrorKind::InvalidRequest | RouteErrorKind::ContextWindowExceeded => StatusCode::BAD_REQUEST,
             RouteErrorKind::RateLimited | RouteErrorKind::AllCoolingDown | RouteErrorKind::BudgetExceeded => {
                 StatusCode::TOO_MANY_REQUESTS
             }
