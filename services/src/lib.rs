@@ -34,7 +34,9 @@ pub mod ingress;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod openai;
+pub mod provider;
 pub mod sim;
 
 pub use openai::{ChatCompletion, ChatMessage, ChatRequest, facts_from_json};
+pub use provider::{HttpProvider, ProviderConfig, ProviderError, supports_provider};
 pub use sim::{SimProfile, SimProvider};

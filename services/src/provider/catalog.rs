@@ -1,0 +1,142 @@
+//! The providers served natively: LiteLLM's names for APIs that speak OpenAI's chat
+//! completions / completions / embeddings, and their default base URLs.
+
+/// How a provider is addressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// `{base}/chat/completions`, `Authorization: Bearer {key}`.
+    OpenAi,
+    /// `{base}/openai/deployments/{name}/chat/completions?api-version=..`, `api-key: {key}`.
+    Azure,
+}
+
+/// One provider prefix of `litellm_params.model`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProviderInfo {
+    /// The LiteLLM prefix (`groq` in `groq/llama-3.1-8b-instant`).
+    pub(crate) name: &'static str,
+    pub(crate) flavor: Flavor,
+    /// The base URL used when the deployment has no `api_base`; `None` means `api_base` is
+    /// required (Azure, self-hosted servers).
+    pub(crate) default_base: Option<&'static str>,
+}
+
+const fn openai(name: &'static str, default_base: Option<&'static str>) -> ProviderInfo {
+    ProviderInfo { name, flavor: Flavor::OpenAi, default_base }
+}
+
+/// Every provider served natively, in the order of [`SUPPORTED_PROVIDERS`].
+const CATALOG: [ProviderInfo; 26] = [
+    openai("openai", Some("https://api.openai.com/v1")),
+    openai("text-completion-openai", Some("https://api.openai.com/v1")),
+    openai("custom_openai", None),
+    openai("openai_like", None),
+    ProviderInfo { name: "azure", flavor: Flavor::Azure, default_base: None },
+    openai("hosted_vllm", None),
+    openai("vllm", None),
+    openai("ollama", Some("http://localhost:11434/v1")),
+    openai("ollama_chat", Some("http://localhost:11434/v1")),
+    openai("lm_studio", Some("http://localhost:1234/v1")),
+    openai("llamafile", Some("http://127.0.0.1:8080/v1")),
+    openai("litellm_proxy", None),
+    openai("groq", Some("https://api.groq.com/openai/v1")),
+    openai("together_ai", Some("https://api.together.xyz/v1")),
+    openai("openrouter", Some("https://openrouter.ai/api/v1")),
+    openai("deepseek", Some("https://api.deepseek.com/beta")),
+    openai("mistral", Some("https://api.mistral.ai/v1")),
+    openai("codestral", Some("https://codestral.mistral.ai/v1")),
+    openai("fireworks_ai", Some("https://api.fireworks.ai/inference/v1")),
+    openai("perplexity", Some("https://api.perplexity.ai")),
+    openai("xai", Some("https://api.x.ai/v1")),
+    openai("deepinfra", Some("https://api.deepinfra.com/v1/openai")),
+    openai("nvidia_nim", Some("https://integrate.api.nvidia.com/v1")),
+    openai("cerebras", Some("https://api.cerebras.ai/v1")),
+    openai("sambanova", Some("https://api.sambanova.ai/v1")),
+    openai("github", Some("https://models.inference.ai.azure.com")),
+];
+
+/// The `litellm_params.model` prefixes served natively by [`HttpProvider`](super::HttpProvider):
+/// providers whose API is OpenAI's (chat completions, completions, embeddings), plus Azure
+/// OpenAI. A model without a prefix is `openai`, as in LiteLLM.
+///
+/// `ollama` / `ollama_chat` are served through Ollama's OpenAI-compatible `/v1` API, and `vllm`
+/// like `hosted_vllm` (an OpenAI-compatible vLLM server; LiteLLM's in-process vLLM does not
+/// apply to a gateway). See `docs/providers.md` for the default base URLs.
+pub const SUPPORTED_PROVIDERS: &[&str] = &[
+    "openai",
+    "text-completion-openai",
+    "custom_openai",
+    "openai_like",
+    "azure",
+    "hosted_vllm",
+    "vllm",
+    "ollama",
+    "ollama_chat",
+    "lm_studio",
+    "llamafile",
+    "litellm_proxy",
+    "groq",
+    "together_ai",
+    "openrouter",
+    "deepseek",
+    "mistral",
+    "codestral",
+    "fireworks_ai",
+    "perplexity",
+    "xai",
+    "deepinfra",
+    "nvidia_nim",
+    "cerebras",
+    "sambanova",
+    "github",
+];
+
+/// Whether [`HttpProvider`](super::HttpProvider) serves the provider model `model`
+/// (`litellm_params.model`): its prefix is one of [`SUPPORTED_PROVIDERS`], or it has none.
+///
+/// ```
+/// use switchyard_services::provider::supports_provider;
+///
+/// assert!(supports_provider("gpt-4o"));
+/// assert!(supports_provider("azure/gpt-4o-eu"));
+/// assert!(supports_provider("groq/llama-3.1-8b-instant"));
+/// assert!(supports_provider("openrouter/anthropic/claude-3.5-sonnet"));
+/// assert!(!supports_provider("anthropic/claude-3-5-sonnet"));
+/// assert!(!supports_provider("bedrock/anthropic.claude-v2"));
+/// ```
+pub fn supports_provider(model: &str) -> bool {
+    lookup(provider_of(model)).is_some()
+}
+
+/// The provider prefix of `model`, `openai` when it has none (as `Deployment::provider`).
+pub(crate) fn provider_of(model: &str) -> &str {
+    model.split_once('/').map_or("openai", |(p, _)| p)
+}
+
+/// The model as the provider knows it: without the provider prefix.
+pub(crate) fn upstream_model(model: &str) -> &str {
+    model.split_once('/').map_or(model, |(_, m)| m)
+}
+
+pub(crate) fn lookup(provider: &str) -> Option<&'static ProviderInfo> {
+    CATALOG.iter().find(|p| p.name == provider)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_list_matches_the_catalog() {
+        let names: Vec<&str> = CATALOG.iter().map(|p| p.name).collect();
+        assert_eq!(names, SUPPORTED_PROVIDERS);
+    }
+
+    #[test]
+    fn prefixes_are_split_once() {
+        assert_eq!(provider_of("gpt-4o"), "openai");
+        assert_eq!(upstream_model("gpt-4o"), "gpt-4o");
+        assert_eq!(provider_of("openrouter/meta-llama/llama-3"), "openrouter");
+        assert_eq!(upstream_model("openrouter/meta-llama/llama-3"), "meta-llama/llama-3");
+    }
+}
