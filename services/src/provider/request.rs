@@ -4,6 +4,7 @@
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use http_body_util::Full;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Map, Value};
 use switchyard_layers::{Deployment, Outcome, RequestFacts, RouteError, RouteErrorKind, ctx::Endpoint};
 
@@ -137,16 +138,11 @@ fn has_path(base: &str) -> bool {
 }
 
 /// Percent-encodes what may not appear raw in a path segment or a query value.
+/// Unreserved characters (RFC 3986) stay; everything else is percent-encoded.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    utf8_percent_encode(s, SEGMENT).to_string()
 }
 
 fn headers(d: &Deployment, info: &ProviderInfo, inbound: &HeaderMap) -> Result<HeaderMap, RouteError> {

@@ -1,6 +1,7 @@
 //! [`HttpsTransport`]: the default transport, hyper-util's pooled client over rustls (ring,
 //! webpki roots plus an optional CA bundle), HTTP/1.1 and HTTP/2, with an optional HTTP proxy.
 
+use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use std::{
     fmt, io,
     pin::Pin,
@@ -151,7 +152,7 @@ impl Proxy {
         let auth = match userinfo {
             None => None,
             Some(user) => {
-                let mut value = HeaderValue::try_from(format!("Basic {}", base64(user.as_bytes())))
+                let mut value = HeaderValue::try_from(format!("Basic {}", BASE64.encode(user.as_bytes())))
                     .map_err(|e| ProviderError::proxy(uri, "has invalid credentials").with_source(e))?;
                 value.set_sensitive(true);
                 Some(value)
@@ -159,24 +160,6 @@ impl Proxy {
         };
         Ok(Self { uri: clean, auth })
     }
-}
-
-/// Standard base64 with padding, for the one `Proxy-Authorization: Basic` value.
-fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [chunk[0], chunk.get(1).copied().unwrap_or(0), chunk.get(2).copied().unwrap_or(0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Opens TCP connections: directly, to the proxy (for `http://` targets, marked as proxied so
