@@ -1,7 +1,6 @@
 //! [`HttpsTransport`]: the default transport, hyper-util's pooled client over rustls (ring,
 //! webpki roots plus an optional CA bundle), HTTP/1.1 and HTTP/2, with an optional HTTP proxy.
 
-use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use std::{
     fmt, io,
     pin::Pin,
@@ -10,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use base64::{Engine as _, engine::general_purpose::STANDARD as BASE64};
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::{HeaderValue, Uri, header, uri::Scheme};
