@@ -692,3 +692,33 @@ fn odd_documents_are_errors_not_panics() {
         let _ = load(yaml);
     }
 }
+
+#[test]
+fn a_provider_not_served_natively_is_refused_at_load_naming_the_deployment() {
+    let yaml = r#"
+model_list:
+  - { model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }
+  - { model_name: claude, litellm_params: { model: anthropic/claude-sonnet-4-5 }, model_info: { id: claude-1 } }
+"#;
+    let err = Config::from_yaml_str(yaml).expect_err("anthropic is not served natively");
+    assert_eq!(err.path(), "model_list[1].litellm_params.model");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("`anthropic`") && msg.contains("`claude-1`") && msg.contains("skip_unsupported_providers"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn unsupported_providers_are_skipped_with_one_warning_when_the_config_says_so() {
+    let yaml = r#"
+model_list:
+  - { model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }
+  - { model_name: claude, litellm_params: { model: bedrock/anthropic.claude-v2 }, model_info: { id: claude-1 } }
+router_settings:
+  skip_unsupported_providers: true
+"#;
+    let config = Config::from_yaml_str(yaml).expect("skipped, not refused");
+    assert_eq!(config.deployments.len(), 1);
+    assert_eq!(config.warnings.iter().filter(|w| w.contains("`bedrock`") && w.contains("skipped")).count(), 1);
+}

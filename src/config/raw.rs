@@ -246,6 +246,7 @@ pub(crate) struct RawRouterSettings {
     pub(crate) redis_password: Option<String>,
     pub(crate) seed: Option<Num>,
     pub(crate) cooldown_probe: Option<Value>,
+    pub(crate) skip_unsupported_providers: Option<Flag>,
     pub(crate) model_group_retry_policy: Option<BTreeMap<String, Option<BTreeMap<String, Option<Num>>>>>,
     pub(crate) retry_budget: Option<RawRetryBudget>,
     pub(crate) wait_for_cooldown: Option<Num>,

@@ -9,6 +9,7 @@ use switchyard_layers::{
     cooldown::ProbeConfig,
     select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
 };
+use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 
 use super::{
     Alias, Config, ConfigError, ConfigErrorKind, RedisSettings, RouterSettings,
@@ -49,6 +50,8 @@ pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
         config.deployments.push(deployment(i, model, &mut w)?);
     }
     let router = raw.router_settings.unwrap_or_default();
+    let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);
+    unsupported_providers(&mut config, skip_unsupported, &mut w)?;
     let litellm = raw.litellm_settings.unwrap_or_default();
     shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
     router_only(&mut config, router, &mut w)?;
@@ -431,4 +434,36 @@ fn cooldown_probe(value: Option<Value>, at: &str) -> Result<Option<ProbeConfig>,
         }
     }
     Ok(Some(probe))
+}
+
+/// Deployments of providers Switchyard does not serve natively (`anthropic/`, `bedrock/`, ...) are
+/// refused at load, naming the provider and the deployment, or skipped with one warning each when
+/// `router_settings.skip_unsupported_providers` is true: never a failure at request time.
+fn unsupported_providers(c: &mut Config, skip: bool, w: &mut Warnings) -> Result<(), ConfigError> {
+    let mut kept = Vec::with_capacity(c.deployments.len());
+    for (i, d) in std::mem::take(&mut c.deployments).into_iter().enumerate() {
+        if supports_provider(&d.model) {
+            kept.push(d);
+            continue;
+        }
+        let path = format!("model_list[{i}].litellm_params.model");
+        let what = format!(
+            "provider `{}` of deployment `{}` (group `{}`) is not served natively",
+            d.provider(),
+            d.id,
+            d.group
+        );
+        if !skip {
+            return Err(ConfigError::invalid(
+                path,
+                format!(
+                    "{what}; supported: {}; set `router_settings.skip_unsupported_providers: true` to skip such deployments",
+                    SUPPORTED_PROVIDERS.join(", ")
+                ),
+            ));
+        }
+        w.once(path.clone(), format!("`{path}`: {what}; the deployment is skipped"));
+    }
+    c.deployments = kept;
+    Ok(())
 }
