@@ -22,6 +22,7 @@ use switchyard_layers::{
     select::{SelectConfigError, SelectLayer, Strategies},
     state::StoreConfig,
 };
+use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
 use tower::{Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 
 use crate::{Config, ConfigError};
@@ -54,6 +55,8 @@ pub enum RouterError {
     Registry(RegistryError),
     /// The strategy settings are invalid.
     Select(SelectConfigError),
+    /// The HTTP provider could not be built (CA bundle, proxy).
+    Provider(ProviderError),
 }
 
 impl fmt::Display for RouterError {
@@ -62,6 +65,7 @@ impl fmt::Display for RouterError {
             Self::Config(e) => e.fmt(f),
             Self::Registry(e) => e.fmt(f),
             Self::Select(e) => e.fmt(f),
+            Self::Provider(e) => e.fmt(f),
         }
     }
 }
@@ -72,6 +76,7 @@ impl std::error::Error for RouterError {
             Self::Config(e) => Some(e),
             Self::Registry(e) => Some(e),
             Self::Select(e) => Some(e),
+            Self::Provider(e) => Some(e),
         }
     }
 }
@@ -127,6 +132,21 @@ impl RouterBuilder<'_> {
     pub fn on_fallback(mut self, hook: impl Fn(&FallbackEvent) + Send + Sync + 'static) -> Self {
         self.on_fallback = Some(Arc::new(hook));
         self
+    }
+
+    /// Builds the default stack around the HTTP provider (OpenAI-compatible and Azure APIs over
+    /// hyper + rustls), with the config's `timeout` and `stream_timeout`.
+    pub fn build_http(self) -> Result<Router, RouterError> {
+        let s = &self.config.settings;
+        let mut provider_config = ProviderConfig::new();
+        if let Some(t) = s.timeout {
+            provider_config = provider_config.timeout(t);
+        }
+        if let Some(t) = s.stream_timeout {
+            provider_config = provider_config.stream_timeout(t);
+        }
+        let provider = HttpProvider::new(provider_config).map_err(RouterError::Provider)?;
+        self.build(provider)
     }
 
     /// Builds the default stack around `provider`.
@@ -231,6 +251,11 @@ fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {
 }
 
 impl Router {
+    /// The default stack for `config` over the HTTP provider: what a gateway runs.
+    pub fn from_config_http(config: &Config) -> Result<Self, RouterError> {
+        Self::builder(config).build_http()
+    }
+
     /// The default stack for `config` around `provider`.
     pub fn from_config<P>(config: &Config, provider: P) -> Result<Self, RouterError>
     where
