@@ -28,6 +28,8 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod router;
 
 pub use config::{Config, ConfigError};

@@ -1,0 +1,65 @@
+//! The axum app: the OpenAI endpoints (the routing stack behind the ingress), the gateway's own
+//! endpoints, and the layers every request goes through.
+//!
+//! Outermost first: request id, span and request metrics (every answer, 404s included); the
+//! master key (every route but the health probes); then either a handler or, for the OpenAI
+//! endpoints, the ingress (body limit, JSON, errors as OpenAI answers), the observer (routing
+//! headers, attempt metrics) and the routing stack.
+
+use std::sync::Arc;
+
+use axum::{
+    middleware,
+    routing::{get, post, post_service},
+};
+use switchyard_services::ingress::IngressLayer;
+use tower::ServiceBuilder;
+
+use super::{
+    Shared, auth, error,
+    observe::ObserveLayer,
+    request_id,
+    routes::{deployments, health, models, reload},
+};
+
+/// Paths of the routed endpoints; the ingress reads the endpoint from the end of the path.
+const ROUTED: [&str; 9] = [
+    "/v1/chat/completions",
+    "/chat/completions",
+    "/v1/completions",
+    "/completions",
+    "/v1/embeddings",
+    "/embeddings",
+    "/openai/deployments/{deployment}/chat/completions",
+    "/openai/deployments/{deployment}/completions",
+    "/openai/deployments/{deployment}/embeddings",
+];
+
+pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
+    let routing = ServiceBuilder::new()
+        .layer(IngressLayer::new(shared.max_body_bytes))
+        .layer(ObserveLayer)
+        .service(shared.router.service());
+    let mut protected = axum::Router::new();
+    for path in ROUTED {
+        protected = protected.route(path, post_service(routing.clone()));
+    }
+    let protected = protected
+        .route("/v1/models", get(models::list))
+        .route("/models", get(models::list))
+        .route("/metrics", get(health::metrics))
+        .route("/router/deployments", get(deployments::list))
+        .route("/router/deployments/{id}/cooldown", post(deployments::bench).delete(deployments::readmit))
+        .route("/router/reload", post(reload::reload))
+        .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));
+    let open = axum::Router::new()
+        .route("/health/liveliness", get(health::liveliness))
+        .route("/health/liveness", get(health::liveliness))
+        .route("/health/readiness", get(health::readiness));
+    protected
+        .merge(open)
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(middleware::from_fn(request_id::track))
+        .with_state(shared)
+}

@@ -1,0 +1,202 @@
+//! [`GatewayBuilder`]: the config, the provider and the gateway's own settings.
+
+use std::{fmt, path::PathBuf, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use metrics_exporter_prometheus::PrometheusHandle;
+use switchyard_layers::{BoxError, Deployment, RouteBody, StateStore};
+use switchyard_services::ingress::IngressLayer;
+use tower::{Service, util::BoxCloneSyncService};
+
+use super::{
+    Gateway, Shared, metrics,
+    reload::{self, DeploymentCheck, ReloadError},
+};
+use crate::{Config, Router, RouterError};
+
+type Provider = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
+
+/// Builds a [`Gateway`]; see [`Gateway::builder`].
+pub struct GatewayBuilder {
+    config: Config,
+    provider: Option<Provider>,
+    config_path: Option<PathBuf>,
+    store: Option<Arc<StateStore>>,
+    seed: Option<u64>,
+    max_body_bytes: usize,
+    shutdown_grace: Duration,
+    prometheus: Option<PrometheusHandle>,
+    check: Option<DeploymentCheck>,
+}
+
+impl fmt::Debug for GatewayBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GatewayBuilder")
+            .field("config", &self.config)
+            .field("provider", &self.provider.is_some())
+            .field("config_path", &self.config_path)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayBuilder {
+    /// Largest request body by default: 8 MiB (413 beyond).
+    pub const DEFAULT_MAX_BODY_BYTES: usize = IngressLayer::DEFAULT_MAX_BODY_BYTES;
+    /// How long a graceful shutdown waits for requests in flight by default: 30 s.
+    pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+    pub(super) fn new(config: Config) -> Self {
+        Self {
+            config,
+            provider: None,
+            config_path: None,
+            store: None,
+            seed: None,
+            max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
+            shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            prometheus: None,
+            check: None,
+        }
+    }
+
+    /// The provider every attempt goes to: `HttpProvider` for real upstreams, `SimProvider` for
+    /// tests and demos, or your own service.
+    pub fn provider<P>(mut self, provider: P) -> Self
+    where
+        P: Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        P::Future: Send + 'static,
+    {
+        self.provider = Some(BoxCloneSyncService::new(provider));
+        self
+    }
+
+    /// The file the config came from: `POST /router/reload` and `SIGHUP` re-read it.
+    pub fn config_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_path = Some(path.into());
+        self
+    }
+
+    /// Routes with this store instead of a fresh in-memory one.
+    pub fn store(mut self, store: Arc<StateStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Seeds every random pick (overrides the config's `seed`).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Largest request body accepted (413 beyond); default 8 MiB.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long [`Gateway::serve`] waits for requests in flight (streams included) after the
+    /// shutdown signal before closing their connections; default 30 s.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Renders `/metrics` from this handle: for a program that installed its own Prometheus
+    /// recorder before building the gateway. By default the first gateway of the process installs
+    /// one.
+    pub fn prometheus(mut self, handle: PrometheusHandle) -> Self {
+        self.prometheus = Some(handle);
+        self
+    }
+
+    /// Refuses deployments `check` rejects, at build and at every reload (which then changes
+    /// nothing): a rule of your own on top of the config's validation (which already refuses
+    /// providers Switchyard does not serve).
+    ///
+    /// ```
+    /// use switchyard::{Config, gateway::Gateway, services::sim::SimProvider};
+    ///
+    /// let config = Config::from_yaml_str("model_list: [{ model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }]")?;
+    /// let refused = Gateway::builder(config)
+    ///     .provider(SimProvider::new(1))
+    ///     .check_deployment(|d| match d.api_base {
+    ///         Some(_) => Ok(()),
+    ///         None => Err("every deployment must name its endpoint (`api_base`)".to_owned()),
+    ///     })
+    ///     .build();
+    /// assert!(refused.is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn check_deployment(
+        mut self,
+        check: impl Fn(&Deployment) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.check = Some(Arc::new(check));
+        self
+    }
+
+    /// Builds the routing stack and the gateway around it.
+    pub fn build(self) -> Result<Gateway, GatewayError> {
+        let provider = self.provider.ok_or(GatewayError::MissingProvider)?;
+        reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
+        let mut router = Router::builder(&self.config).on_fallback(metrics::record_fallback);
+        if let Some(store) = self.store {
+            router = router.store(store);
+        }
+        if let Some(seed) = self.seed {
+            router = router.seed(seed);
+        }
+        let router = router.build(provider).map_err(GatewayError::Router)?;
+        let prometheus = self.prometheus.or_else(metrics::process_handle);
+        let shared = Shared {
+            router,
+            master_key: self.config.master_key.clone(),
+            cooldown_time: self.config.settings.cooldown_time,
+            max_body_bytes: self.max_body_bytes,
+            shutdown_grace: self.shutdown_grace,
+            config_path: self.config_path,
+            prometheus,
+            check: self.check,
+            aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
+        };
+        Ok(Gateway { shared: Arc::new(shared) })
+    }
+}
+
+/// Why a gateway could not be built.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// [`GatewayBuilder::provider`] was not called.
+    MissingProvider,
+    /// The routing stack could not be built from the config.
+    Router(RouterError),
+    /// A deployment was refused by [`GatewayBuilder::check_deployment`].
+    Deployment(ReloadError),
+}
+
+impl fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingProvider => f.write_str("the gateway needs a provider: call GatewayBuilder::provider"),
+            Self::Router(e) => e.fmt(f),
+            Self::Deployment(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for GatewayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::MissingProvider => None,
+            Self::Router(e) => Some(e),
+            Self::Deployment(e) => Some(e),
+        }
+    }
+}

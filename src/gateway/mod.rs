@@ -1,0 +1,157 @@
+//! The OpenAI-compatible HTTP gateway (feature `gateway`): the routing stack behind axum, with
+//! the LiteLLM proxy's endpoints, master key, routing headers, Prometheus metrics and the
+//! operations a running gateway needs (bench and re-admit deployments, reload the config, shut
+//! down gracefully).
+//!
+//! [`Gateway::builder`] takes a [`Config`] (a LiteLLM proxy `config.yaml`, unchanged) and a
+//! provider; [`Gateway::router`] is the whole app as an [`axum::Router`] to mount or serve
+//! yourself, [`Gateway::serve`] runs it on a listener until a shutdown signal. The endpoints,
+//! headers and metrics are listed in `docs/gateway.md`; `examples/gateway.rs` is the binary.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use axum::body::Body;
+//! use http_body_util::BodyExt;
+//! use tower::ServiceExt;
+//! use switchyard::{Config, gateway::Gateway, services::sim::SimProvider};
+//!
+//! let config = Config::from_yaml_str(r#"
+//! model_list:
+//!   - { model_name: gpt-4o, litellm_params: { model: azure/gpt-4o-eu }, model_info: { id: eu } }
+//!   - { model_name: gpt-4o, litellm_params: { model: openai/gpt-4o }, model_info: { id: us } }
+//! general_settings: { master_key: sk-gateway }
+//! "#)?;
+//! let gateway = Gateway::builder(config).provider(SimProvider::new(7)).build()?;
+//!
+//! let req = http::Request::post("/v1/chat/completions")
+//!     .header("authorization", "Bearer sk-gateway")
+//!     .header("content-type", "application/json")
+//!     .body(Body::from(r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#))?;
+//! let resp = gateway.router().oneshot(req).await?;
+//! assert_eq!(resp.status(), 200);
+//! assert_eq!(resp.headers()["x-switchyard-model-group"], "gpt-4o");
+//! assert!(resp.headers().contains_key("x-request-id"));
+//! let body = resp.into_body().collect().await?.to_bytes();
+//! assert!(std::str::from_utf8(&body)?.contains("chat.completion"));
+//! // Serving it: gateway.serve(tokio::net::TcpListener::bind("127.0.0.1:4000").await?, shutdown_signal()).await?
+//! # Ok(()) }
+//! ```
+
+mod app;
+mod auth;
+mod builder;
+mod cutoff;
+mod error;
+pub mod headers;
+mod metrics;
+mod observe;
+mod reload;
+mod request_id;
+mod routes;
+mod serve;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+pub use builder::{GatewayBuilder, GatewayError};
+use metrics_exporter_prometheus::PrometheusHandle;
+pub use reload::{ReloadError, ReloadSummary};
+pub use serve::shutdown_signal;
+use switchyard_layers::ApiKey;
+
+use crate::{Config, Router, config::Alias};
+use reload::DeploymentCheck;
+
+/// The gateway: the routing stack plus its HTTP endpoints. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Gateway {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("router", &self.shared.router)
+            .field("master_key", &self.shared.master_key.is_some())
+            .field("config_path", &self.shared.config_path)
+            .field("max_body_bytes", &self.shared.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every handler shares.
+pub(crate) struct Shared {
+    pub(crate) router: Router,
+    pub(crate) master_key: Option<ApiKey>,
+    /// The router's `cooldown_time`: the default length of a manual bench.
+    pub(crate) cooldown_time: Duration,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) config_path: Option<PathBuf>,
+    pub(crate) prometheus: Option<PrometheusHandle>,
+    pub(crate) check: Option<DeploymentCheck>,
+    /// The aliases the last (re)load set; the lock also serializes reloads.
+    pub(crate) aliases: tokio::sync::Mutex<Vec<Alias>>,
+}
+
+impl Gateway {
+    /// Starts a gateway for `config`; give it a provider with [`GatewayBuilder::provider`].
+    pub fn builder(config: Config) -> GatewayBuilder {
+        GatewayBuilder::new(config)
+    }
+
+    /// The whole app: OpenAI endpoints, health, metrics and operations, with the master key
+    /// check, request ids, routing headers and request metrics. Serve it, or nest or merge it
+    /// into your own axum app.
+    pub fn router(&self) -> axum::Router {
+        app::build(self.shared.clone())
+    }
+
+    /// The routing stack the gateway serves: its registry, store and cooldowns.
+    pub fn routing(&self) -> &Router {
+        &self.shared.router
+    }
+
+    /// Swaps `config`'s deployments and aliases into the running gateway: adds new ones,
+    /// replaces changed ones, removes the ones no longer listed. Requests in flight finish with
+    /// the deployments they resolved. An invalid config changes nothing.
+    ///
+    /// Only `model_list` and `model_group_alias` are applied; see `docs/gateway.md`.
+    pub async fn reload(&self, config: Config) -> Result<ReloadSummary, ReloadError> {
+        let mut aliases = self.shared.aliases.lock().await;
+        let router = &self.shared.router;
+        let result =
+            reload::apply(router.registry(), router.store(), &mut aliases, &config, self.shared.check.as_ref()).await;
+        metrics::record_reload(result.is_ok());
+        match &result {
+            Ok(summary) => tracing::info!(%summary, "config reloaded"),
+            Err(e) => tracing::error!(error = %e, "config reload refused; nothing changed"),
+        }
+        result
+    }
+
+    /// Re-reads the config file the gateway was built with
+    /// ([`GatewayBuilder::config_path`]) and [reloads](Self::reload) it.
+    pub async fn reload_from_file(&self) -> Result<ReloadSummary, ReloadError> {
+        let Some(path) = self.shared.config_path.clone() else {
+            return Err(ReloadError::NoConfigPath);
+        };
+        let read = tokio::task::spawn_blocking(move || Config::from_path(path)).await;
+        match read {
+            Ok(Ok(config)) => self.reload(config).await,
+            Ok(Err(e)) => {
+                metrics::record_reload(false);
+                tracing::error!(error = %e, "config reload refused; nothing changed");
+                Err(ReloadError::Config(e))
+            }
+            Err(join) => {
+                metrics::record_reload(false);
+                Err(ReloadError::Config(crate::ConfigError::new(
+                    crate::config::ConfigErrorKind::Io,
+                    "",
+                    format!("reading the config failed: {join}"),
+                )))
+            }
+        }
+    }
+}

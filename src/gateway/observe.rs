@@ -1,0 +1,79 @@
+//! The layer between the ingress and the routing stack: times each routed call, counts its
+//! attempts, retries and overhead, and turns the answer's [`Served`] into routing headers.
+
+use std::{
+    fmt,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use switchyard_layers::{BoxError, RouteBody, RouteError, Served};
+use tokio::time::Instant;
+use tower::{Layer, Service};
+
+use super::{headers, metrics};
+
+/// Applies [`Observe`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ObserveLayer;
+
+impl<S> Layer<S> for ObserveLayer {
+    type Service = Observe<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Observe { inner }
+    }
+}
+
+/// Records what routing did for each call; see the [module docs](self).
+#[derive(Clone)]
+pub(crate) struct Observe<S> {
+    inner: S,
+}
+
+impl<S> fmt::Debug for Observe<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Observe").finish_non_exhaustive()
+    }
+}
+
+impl<S> Service<http::Request<Bytes>> for Observe<S>
+where
+    S: Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let started = Instant::now();
+        Box::pin(async move {
+            let result = inner.call(req).await;
+            let elapsed = started.elapsed();
+            match result {
+                Ok(mut resp) => {
+                    if let Some(served) = resp.extensions().get::<Served>().cloned() {
+                        let overhead = elapsed.saturating_sub(served.upstream);
+                        metrics::record_served(&served, overhead);
+                        headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
+                    }
+                    Ok(resp)
+                }
+                Err(err) => {
+                    if let Some(route) = RouteError::find(&*err) {
+                        metrics::record_failed(route.trail());
+                    }
+                    Err(err)
+                }
+            }
+        })
+    }
+}

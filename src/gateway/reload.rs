@@ -1,0 +1,267 @@
+//! Config reload: a new config's deployments and aliases swapped into the live registry.
+//!
+//! The new config is read and checked completely before anything changes, so a broken file
+//! changes nothing. Then, in this order: new and changed deployments are upserted, the new
+//! aliases set, aliases no longer configured removed, and deployments no longer configured
+//! removed (their cooldowns cleared). Each step swaps a registry snapshot atomically, so a
+//! request resolves against either the old or the new deployments of a group, and requests in
+//! flight keep the deployments they resolved.
+//!
+//! Only `model_list` and `model_group_alias` are reloaded. Router settings (strategy, retries,
+//! fallback tables, cooldown rules) and `general_settings.master_key` take effect on restart.
+
+use std::{collections::HashMap, fmt, sync::Arc};
+
+use serde::Serialize;
+use switchyard_layers::{Deployment, DeploymentId, Registry, StateStore, deployment::RegistryError};
+
+use crate::{Config, ConfigError, config::Alias};
+
+/// What a reload changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ReloadSummary {
+    /// Deployments added (ids).
+    pub added: Vec<String>,
+    /// Deployments whose settings changed, replaced in place (ids).
+    pub updated: Vec<String>,
+    /// Deployments removed (ids).
+    pub removed: Vec<String>,
+    /// Deployments kept as they were.
+    pub unchanged: usize,
+    /// Aliases added or pointed at another group.
+    pub aliases_set: Vec<String>,
+    /// Aliases removed.
+    pub aliases_removed: Vec<String>,
+    /// Keys the new config sets that a reload does not apply (see the module docs), and the
+    /// config's own warnings.
+    pub warnings: Vec<String>,
+}
+
+impl ReloadSummary {
+    /// Whether the reload changed nothing.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.updated.is_empty()
+            && self.removed.is_empty()
+            && self.aliases_set.is_empty()
+            && self.aliases_removed.is_empty()
+    }
+}
+
+impl fmt::Display for ReloadSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} added, {} updated, {} removed, {} unchanged deployments; {} aliases set, {} removed",
+            self.added.len(),
+            self.updated.len(),
+            self.removed.len(),
+            self.unchanged,
+            self.aliases_set.len(),
+            self.aliases_removed.len()
+        )
+    }
+}
+
+/// Why a reload changed nothing.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The gateway was built without a config file to re-read
+    /// ([`GatewayBuilder::config_path`](super::GatewayBuilder::config_path)).
+    NoConfigPath,
+    /// The new config does not load or is invalid.
+    Config(ConfigError),
+    /// A deployment of the new config is refused (its provider is not served, ...).
+    Deployment {
+        /// The deployment's id.
+        id: String,
+        /// Its model group.
+        group: String,
+        /// Why.
+        message: String,
+    },
+    /// The registry refused a change (an alias whose target is not a model group).
+    Registry(RegistryError),
+}
+
+impl fmt::Display for ReloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoConfigPath => f.write_str("the gateway was started without a config file to reload"),
+            Self::Config(e) => e.fmt(f),
+            Self::Deployment { id, group, message } => write!(f, "deployment `{id}` of `{group}`: {message}"),
+            Self::Registry(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ReloadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Config(e) => Some(e),
+            Self::Registry(e) => Some(e),
+            Self::NoConfigPath | Self::Deployment { .. } => None,
+        }
+    }
+}
+
+/// Decides whether a deployment can be served (see
+/// [`GatewayBuilder::check_deployment`](super::GatewayBuilder::check_deployment)).
+pub(crate) type DeploymentCheck = Arc<dyn Fn(&Deployment) -> Result<(), String> + Send + Sync>;
+
+/// Runs `check` over every deployment of `config`.
+pub(crate) fn check_all(config: &Config, check: Option<&DeploymentCheck>) -> Result<(), ReloadError> {
+    let Some(check) = check else { return Ok(()) };
+    for d in &config.deployments {
+        check(d).map_err(|message| ReloadError::Deployment {
+            id: d.id.to_string(),
+            group: d.group.to_string(),
+            message,
+        })?;
+    }
+    Ok(())
+}
+
+/// Swaps `config`'s deployments and aliases into `registry`; `current` holds the aliases the
+/// gateway set last time and is updated.
+pub(crate) async fn apply(
+    registry: &Registry,
+    store: &StateStore,
+    current: &mut Vec<Alias>,
+    config: &Config,
+    check: Option<&DeploymentCheck>,
+) -> Result<ReloadSummary, ReloadError> {
+    config.validate().map_err(ReloadError::Config)?;
+    check_all(config, check)?;
+    for a in &config.aliases {
+        if !config.deployments.iter().any(|d| *d.group == *a.target) {
+            return Err(ReloadError::Registry(RegistryError::UnknownAliasTarget {
+                alias: a.alias.clone(),
+                target: a.target.clone(),
+            }));
+        }
+    }
+
+    let mut summary = ReloadSummary { warnings: config.warnings.clone(), ..ReloadSummary::default() };
+    let old: HashMap<DeploymentId, Arc<Deployment>> =
+        registry.deployments().into_iter().map(|d| (d.id.clone(), d)).collect();
+    for d in &config.deployments {
+        match old.get(&d.id) {
+            Some(before) if same(before, d) => summary.unchanged += 1,
+            Some(_) => summary.updated.push(d.id.to_string()),
+            None => summary.added.push(d.id.to_string()),
+        }
+    }
+    let removed: Vec<&DeploymentId> =
+        old.keys().filter(|id| !config.deployments.iter().any(|d| &d.id == *id)).collect();
+
+    // Validated above: nothing below can fail, so a reload applies whole or not at all.
+    for d in &config.deployments {
+        if !old.get(&d.id).is_some_and(|before| same(before, d)) {
+            registry.upsert(d.clone()).map_err(ReloadError::Registry)?;
+        }
+    }
+    for a in &config.aliases {
+        if !current.contains(a) {
+            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden).map_err(ReloadError::Registry)?;
+            summary.aliases_set.push(a.alias.clone());
+        }
+    }
+    for a in current.iter() {
+        if !config.aliases.iter().any(|n| n.alias == a.alias) && registry.remove_alias(&a.alias) {
+            summary.aliases_removed.push(a.alias.clone());
+        }
+    }
+    *current = config.aliases.clone();
+    for id in removed {
+        registry.remove(id);
+        // Nothing routes to it any more; a leftover cooldown would only clutter the listing.
+        if let Err(e) = store.clear_cooldown(id).await {
+            tracing::warn!(deployment = %id, error = %e, "could not clear a removed deployment's cooldown");
+        }
+        summary.removed.push(id.to_string());
+    }
+    summary.removed.sort();
+    Ok(summary)
+}
+
+/// Whether two deployments with the same id have the same settings: the id derived from every
+/// provider parameter, plus the model info that does not enter it.
+fn same(a: &Deployment, b: &Deployment) -> bool {
+    let derived = |d: &Deployment| d.to_builder().id("").build().ok().map(|d| d.id);
+    a.group == b.group
+        && a.blocked == b.blocked
+        && a.max_input_tokens == b.max_input_tokens
+        && a.max_output_tokens == b.max_output_tokens
+        && a.capabilities == b.capabilities
+        && derived(a).is_some()
+        && derived(a) == derived(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> Config {
+        Config::from_yaml_str(yaml).expect("valid config")
+    }
+
+    const BEFORE: &str = r#"
+model_list:
+  - { model_name: a, litellm_params: { model: openai/a, rpm: 10 }, model_info: { id: a1 } }
+  - { model_name: a, litellm_params: { model: openai/a2 }, model_info: { id: a2 } }
+  - { model_name: b, litellm_params: { model: openai/b }, model_info: { id: b1 } }
+router_settings:
+  model_group_alias: { fast: a, old: b }
+"#;
+
+    const AFTER: &str = r#"
+model_list:
+  - { model_name: a, litellm_params: { model: openai/a, rpm: 20 }, model_info: { id: a1 } }
+  - { model_name: a, litellm_params: { model: openai/a2 }, model_info: { id: a2 } }
+  - { model_name: c, litellm_params: { model: openai/c }, model_info: { id: c1 } }
+router_settings:
+  model_group_alias: { fast: c }
+"#;
+
+    async fn registry_for(c: &Config) -> (Registry, Vec<Alias>) {
+        let registry = Registry::new();
+        let mut aliases = Vec::new();
+        apply(&registry, &StateStore::memory(), &mut aliases, c, None).await.expect("first load");
+        (registry, aliases)
+    }
+
+    #[tokio::test]
+    async fn a_reload_adds_updates_and_removes() {
+        let (registry, mut aliases) = registry_for(&config(BEFORE)).await;
+        let store = StateStore::memory();
+        let summary = apply(&registry, &store, &mut aliases, &config(AFTER), None).await.expect("reload");
+        assert_eq!(summary.added, ["c1"]);
+        assert_eq!(summary.updated, ["a1"]);
+        assert_eq!(summary.removed, ["b1"]);
+        assert_eq!(summary.unchanged, 1);
+        assert_eq!(summary.aliases_set, ["fast"]);
+        assert_eq!(summary.aliases_removed, ["old"]);
+        assert_eq!(registry.deployment(&"a1".into()).and_then(|d| d.rpm), Some(20));
+        assert_eq!(&*registry.resolve("fast").expect("alias").group.name().clone(), "c");
+        assert!(registry.resolve("b").is_err());
+        let again = apply(&registry, &store, &mut aliases, &config(AFTER), None).await.expect("reload");
+        assert!(again.is_empty(), "{again:?}");
+        assert_eq!(again.unchanged, 3);
+    }
+
+    #[tokio::test]
+    async fn a_refused_deployment_changes_nothing() {
+        let (registry, mut aliases) = registry_for(&config(BEFORE)).await;
+        let check: DeploymentCheck =
+            Arc::new(|d: &Deployment| if d.group.as_ref() == "c" { Err("not served".to_owned()) } else { Ok(()) });
+        let err = apply(&registry, &StateStore::memory(), &mut aliases, &config(AFTER), Some(&check))
+            .await
+            .expect_err("refused");
+        assert!(matches!(err, ReloadError::Deployment { ref id, .. } if id == "c1"), "{err}");
+        assert_eq!(registry.deployments().len(), 3);
+        assert!(registry.resolve("old").is_ok());
+    }
+}

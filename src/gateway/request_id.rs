@@ -1,0 +1,115 @@
+//! Every request gets an id (`x-request-id`: the client's, or a new one), a tracing span that
+//! records it with the `traceparent`, and a line in the request metrics; every answer carries
+//! the id back.
+//!
+//! The id is written into the request's headers before routing, so the provider, which keeps
+//! `x-request-id` and `traceparent` from the inbound request, sends both upstream.
+
+use std::{
+    collections::hash_map::RandomState,
+    hash::{BuildHasher, Hasher},
+    sync::{
+        OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use axum::{extract::Request, middleware::Next, response::Response};
+use http::{HeaderName, HeaderValue};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::{headers::REQUEST_ID, metrics};
+
+/// W3C trace context header.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+/// Longest client-chosen request id kept; a longer one is replaced.
+const MAX_ID_LEN: usize = 128;
+
+/// Tags the request with its id, runs it inside its span, counts and logs its answer.
+pub(crate) async fn track(mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = match req.headers().get(&REQUEST_ID).filter(|v| acceptable(v)) {
+        Some(v) => v.clone(),
+        None => {
+            let v = HeaderValue::from_str(&new_request_id()).unwrap_or(HeaderValue::from_static("unknown"));
+            req.headers_mut().insert(REQUEST_ID, v.clone());
+            v
+        }
+    };
+    let endpoint = metrics::endpoint_label(req.uri().path());
+    let traceparent = req.headers().get(&TRACEPARENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let span = tracing::info_span!(
+        "request",
+        method = %req.method(),
+        endpoint,
+        request_id = id.to_str().unwrap_or_default(),
+        traceparent,
+    );
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let elapsed = started.elapsed();
+    let status = resp.status();
+    metrics::record_request(endpoint, status.as_u16(), elapsed);
+    span.in_scope(|| {
+        let ms = elapsed.as_secs_f64() * 1000.0;
+        if endpoint.starts_with("/health") || endpoint == "/metrics" {
+            tracing::debug!(status = status.as_u16(), ms, "answered");
+        } else if status.is_server_error() {
+            tracing::warn!(status = status.as_u16(), ms, "answered");
+        } else {
+            tracing::info!(status = status.as_u16(), ms, "answered");
+        }
+    });
+    resp.headers_mut().insert(REQUEST_ID, id);
+    resp
+}
+
+/// A client's id is kept when it is short printable ASCII (it goes into logs and upstream).
+fn acceptable(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    !b.is_empty() && b.len() <= MAX_ID_LEN && b.iter().all(|c| c.is_ascii_graphic())
+}
+
+/// A random-looking, unique-per-process id in UUID layout (not a security token).
+fn new_request_id() -> String {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    static KEYS: OnceLock<RandomState> = OnceLock::new();
+    let keys = KEYS.get_or_init(RandomState::new);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let mut h = keys.build_hasher();
+    h.write_u64(n);
+    let hi = h.finish();
+    h.write_u64(n);
+    let lo = h.finish();
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0x0fff,
+        ((lo >> 48) & 0x3fff) | 0x8000,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_are_unique_and_uuid_shaped() {
+        let a = new_request_id();
+        let b = new_request_id();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.matches('-').count(), 4);
+        assert!(HeaderValue::from_str(&a).is_ok());
+    }
+
+    #[test]
+    fn client_ids_must_be_short_printable_ascii() {
+        assert!(acceptable(&HeaderValue::from_static("req-123")));
+        assert!(!acceptable(&HeaderValue::from_static("")));
+        assert!(!acceptable(&HeaderValue::from_static("has space")));
+        assert!(!acceptable(&HeaderValue::from_str(&"x".repeat(200)).expect("valid")));
+    }
+}

@@ -1,0 +1,59 @@
+//! `GET /health/liveliness` (the process answers) and `GET /health/readiness` (it can route),
+//! both open without the master key; and `GET /metrics`.
+
+use std::{collections::HashSet, sync::Arc};
+
+use axum::{
+    Json,
+    extract::State,
+    response::{IntoResponse, Response},
+};
+use http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+
+use crate::gateway::{Shared, error::json_error};
+
+/// LiteLLM's answer, kept so existing probes match it.
+pub(crate) async fn liveliness() -> Json<&'static str> {
+    Json("I'm alive!")
+}
+
+#[derive(Serialize)]
+pub(crate) struct Readiness {
+    status: &'static str,
+    deployments: usize,
+    model_groups: usize,
+    cooling_down: Option<usize>,
+}
+
+/// 200 when at least one deployment is registered, else 503; with counts either way.
+pub(crate) async fn readiness(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Readiness>) {
+    let deployments = shared.router.registry().deployments();
+    let model_groups = deployments.iter().map(|d| &d.group).collect::<HashSet<_>>().len();
+    // A store that cannot answer does not make the gateway unready: routing degrades, it does not stop.
+    let cooling_down = shared.router.cooldowns().await.ok().map(|list| list.len());
+    let ready = !deployments.is_empty();
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = Readiness {
+        status: if ready { "ready" } else { "no deployments" },
+        deployments: deployments.len(),
+        model_groups,
+        cooling_down,
+    };
+    (status, Json(body))
+}
+
+/// The Prometheus text exposition of every metric recorded in this process.
+pub(crate) async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let Some(handle) = &shared.prometheus else {
+        return json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "metrics_unavailable",
+            "another metrics recorder is installed in this process; give the gateway its Prometheus handle",
+        );
+    };
+    let mut resp = handle.render().into_response();
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+    resp
+}
