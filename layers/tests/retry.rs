@@ -422,70 +422,39 @@ async fn should_retry_is_evaluated_after_every_attempt() {
 }
 
 /// Our own refusals that no wait can fix are never retried.
+/// Our own refusals are not retried: another attempt now would meet the same refusal. Waiting for
+/// a cooldown is the cooldown layer's opt-in `wait_for_cooldown`; the rest goes to the fallbacks.
 #[tokio::test(start_paused = true)]
-async fn refusals_that_waiting_cannot_fix_are_never_retried() {
+async fn our_own_refusals_are_never_retried() {
     for kind in [
         RouteErrorKind::UnknownGroup,
         RouteErrorKind::NoCandidates,
         RouteErrorKind::BudgetExceeded,
         RouteErrorKind::ContextWindowExceeded,
+        RouteErrorKind::AllCoolingDown,
+        RouteErrorKind::RateLimited,
     ] {
         let rig = one_deployment();
         rig.script.always("a", Step::Refuse(kind, Some(secs(1.0))));
+        let start = Instant::now();
         let err = call(&mut rig.stack(RetryConfig::default().num_retries(3)), request("gpt")).await.unwrap_err();
-        assert_eq!(rig.script.calls().len(), 1, "{kind:?}");
+        assert_eq!((rig.script.calls().len(), start.elapsed()), (1, Duration::ZERO), "{kind:?}");
         route_error(&err, kind);
     }
 }
 
-/// "Every candidate is cooling down" is a 429 with a Retry-After: without a fallback the layer
-/// waits for the first deployment to return.
+/// The select layer's own "every deployment is at its RPM limit" refusal comes back at once,
+/// saying when the window frees.
 #[tokio::test(start_paused = true)]
-async fn all_cooling_down_is_retried_after_its_wait_without_a_fallback() {
-    let rig = one_deployment();
-    rig.script.then("a", [Step::Refuse(RouteErrorKind::AllCoolingDown, Some(secs(2.0)))]);
-    let start = Instant::now();
-    let resp = call(&mut rig.stack(RetryConfig::default()), request("gpt")).await.unwrap();
-    assert!(jittered(2.0).contains(&start.elapsed()), "{:?}", start.elapsed());
-    assert_eq!(served(&resp).retries, 1);
-}
-
-/// With a general fallback the same refusal goes to the fallback at once.
-#[tokio::test(start_paused = true)]
-async fn all_cooling_down_goes_to_the_fallback_without_waiting() {
-    let rig = one_deployment();
-    rig.script.always("a", Step::Refuse(RouteErrorKind::AllCoolingDown, Some(secs(2.0))));
-    let fallbacks = tables(|t| t.default.push("claude".into()));
-    let start = Instant::now();
-    let err = call(&mut rig.stack(RetryConfig::default().fallbacks(fallbacks)), request("gpt")).await.unwrap_err();
-    assert_eq!(start.elapsed(), Duration::ZERO);
-    route_error(&err, RouteErrorKind::AllCoolingDown);
-}
-
-/// A refusal whose wait is unknown or longer than a minute is not waited for.
-#[tokio::test(start_paused = true)]
-async fn refusal_with_a_wait_over_a_minute_is_not_retried() {
-    for wait in [Some(secs(90.0)), None] {
-        let rig = one_deployment();
-        rig.script.always("a", Step::Refuse(RouteErrorKind::RateLimited, wait));
-        let start = Instant::now();
-        let _ = call(&mut rig.stack(RetryConfig::default()), request("gpt")).await.unwrap_err();
-        assert_eq!((rig.script.calls().len(), start.elapsed()), (1, Duration::ZERO), "{wait:?}");
-    }
-}
-
-/// The select layer's own "every deployment is at its RPM limit" refusal is waited out when the
-/// window frees within a minute.
-#[tokio::test(start_paused = true)]
-async fn rpm_refusal_from_select_is_retried_when_the_window_frees() {
+async fn rpm_refusal_from_select_is_returned_at_once_with_its_wait() {
     let rig = Rig::new(registry([dep("gpt", "a").rpm(1)]));
     let taken = rig.store.try_reserve(&DeploymentId::from("a"), Limits { rpm: Some(1), tpm: None }, 0).await.unwrap();
     assert!(matches!(taken, Admission::Admitted(_)));
     let start = Instant::now();
-    let resp = call(&mut rig.stack(RetryConfig::default()), request("gpt")).await.unwrap();
-    assert!(jittered(60.0).contains(&start.elapsed()), "{:?}", start.elapsed());
-    assert_eq!(rig.script.calls(), ["a"]);
-    assert_eq!(served(&resp).retries, 1);
+    let err = call(&mut rig.stack(RetryConfig::default()), request("gpt")).await.unwrap_err();
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    assert!(rig.script.calls().is_empty());
+    assert_eq!(route_error(&err, RouteErrorKind::RateLimited).retry_after(), Some(Duration::from_secs(60)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -795,20 +764,6 @@ async fn disabled_fallbacks_leave_context_window_errors_to_the_retry_policy() {
     let ctx = RouteCtx::with_facts("gpt", RequestFacts::new().disable_fallbacks(true));
     let _ = call(&mut rig.stack(config), with_ctx(ctx)).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 3);
-}
-
-/// A per-request `fallbacks` list counts as a general fallback; an empty one replaces the table.
-#[tokio::test(start_paused = true)]
-async fn per_request_fallbacks_replace_the_general_table() {
-    let refusal = Step::Refuse(RouteErrorKind::AllCoolingDown, Some(secs(2.0)));
-    for (per_request, waited) in [(Some(list(&["claude"])), false), (Some(Vec::new()), true), (None, true)] {
-        let rig = one_deployment();
-        rig.script.then("a", [refusal.clone()]);
-        let ctx = RouteCtx::with_facts("gpt", RequestFacts::new().fallbacks(per_request.clone()));
-        let start = Instant::now();
-        let result = call(&mut rig.stack(RetryConfig::default()), with_ctx(ctx)).await;
-        assert_eq!((result.is_ok(), start.elapsed() > Duration::ZERO), (waited, waited), "{per_request:?}");
-    }
 }
 
 /// A group named with a provider prefix matches a fallback entry without it, as in the fallback layer.

@@ -193,8 +193,6 @@ pub(crate) enum Stop {
     RateLimitedToFallback,
     /// No healthy candidate is left in the group.
     NoHealthy,
-    /// A refusal whose wait is unknown or longer than [`MAX_RETRY_AFTER`].
-    WaitTooLong,
     /// The wait would cross the call's deadline.
     Deadline,
     /// The shared retry budget is empty.
@@ -215,7 +213,6 @@ impl Stop {
             Self::AuthSingleDeployment => "auth_single_deployment",
             Self::RateLimitedToFallback => "rate_limited_to_fallback",
             Self::NoHealthy => "no_healthy_candidate",
-            Self::WaitTooLong => "wait_too_long",
             Self::Deadline => "deadline",
             Self::Budget => "budget",
             Self::NotReady => "not_ready",
@@ -261,18 +258,15 @@ pub(crate) fn status_rules(
     None
 }
 
-/// Rows 5 and 7: the rules that need the healthy count. `waiting` marks one of our own
-/// rate-limit or cooldown refusals, which by definition leave nothing healthy: row 5 sends them to
-/// a general fallback, and otherwise they are retried after their wait rather than stopped by
-/// row 7.
-pub(crate) fn health_rules(outcome: Outcome, healthy: usize, waiting: bool, general_fallback: bool) -> Option<Stop> {
+/// Rows 5 and 7: the rules that need the healthy count.
+pub(crate) fn health_rules(outcome: Outcome, healthy: usize, general_fallback: bool) -> Option<Stop> {
     if healthy > 0 {
         return None;
     }
     if outcome == Outcome::RateLimited && general_fallback {
         return Some(Stop::RateLimitedToFallback);
     }
-    (!waiting).then_some(Stop::NoHealthy)
+    Some(Stop::NoHealthy)
 }
 
 /// The wait before retry number `retry` (1 for the first retry), without jitter.

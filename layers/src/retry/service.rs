@@ -15,7 +15,7 @@ use tower_service::Service;
 use super::{
     RetryLayer,
     layer::Shared,
-    policy::{self, FallbackPresence, MAX_RETRY_AFTER, Stop},
+    policy::{self, FallbackPresence, Stop},
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
@@ -227,13 +227,13 @@ impl<'a> Session<'a> {
         let outcome = route.and_then(RouteError::outcome).unwrap_or(Outcome::Transport);
         let retry_after = route.and_then(RouteError::retry_after);
         let failed = route.and_then(RouteError::deployment).cloned();
-        // Our own refusals are not upstream failures: only a wait can change a cooldown or a full
-        // rate-limit window; nothing changes an unknown group, an empty group or a spent budget.
-        let waiting = match kind {
-            RouteErrorKind::Upstream => false,
-            RouteErrorKind::AllCoolingDown | RouteErrorKind::RateLimited => true,
-            _ => return Err(Stop::Refusal),
-        };
+        // Our own refusals are not upstream failures, and another attempt now meets the same
+        // refusal: every deployment cooling down (the cooldown layer's opt-in `wait_for_cooldown`
+        // waits for the first to return), every one at its limit (the error says when a slot
+        // frees), an unknown or empty group, a spent budget. They go to the fallback layer.
+        if kind != RouteErrorKind::Upstream {
+            return Err(Stop::Refusal);
+        }
         if let Some(id) = &failed
             && !self.failed.contains(id)
         {
@@ -266,15 +266,12 @@ impl<'a> Session<'a> {
             .filter(|id| !self.base_excluded.contains(id))
             .collect();
         let fallbacks = self.fallback_presence(names);
-        if !waiting
-            && let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks)
+        if let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks)
         {
             return Err(stop);
         }
 
-        // A refusal to wait for says that nothing can serve now (all cooling down, or all at their
-        // limits): nothing to read.
-        let able = if waiting { Vec::new() } else { self.not_cooling(candidates).await };
+        let able = self.not_cooling(candidates).await;
         if let Some(id) = failed {
             // Exclude every deployment that failed while another one can still serve; once all that
             // can serve have failed, start another round without the one that just failed; and
@@ -289,15 +286,11 @@ impl<'a> Session<'a> {
             }
         }
         let healthy: Vec<DeploymentId> = able.into_iter().filter(|d| !self.exclude.contains(d)).collect();
-        if let Some(stop) = policy::health_rules(outcome, healthy.len(), waiting, fallbacks.general) {
+        if let Some(stop) = policy::health_rules(outcome, healthy.len(), fallbacks.general) {
             return Err(stop);
         }
-        if waiting && !retry_after.is_some_and(|ra| !ra.is_zero() && ra <= MAX_RETRY_AFTER) {
-            return Err(Stop::WaitTooLong);
-        }
-
         let fresh = healthy.iter().any(|id| !self.failed.contains(id));
-        let wait = if !waiting && fresh {
+        let wait = if fresh {
             // Another deployment that has not failed yet is ready: no reason to wait (LiteLLM).
             Duration::ZERO
         } else {
