@@ -38,6 +38,9 @@ fn config() -> Config {
     Config::from_yaml_str(&yaml).expect("valid bench config")
 }
 
+/// A stack as a type-erased service.
+type Stack = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
+
 fn request() -> http::Request<Bytes> {
     let mut req = http::Request::new(Bytes::from_static(br#"{"model":"gpt-4o","messages":[]}"#));
     req.extensions_mut().insert(RouteCtx::new("gpt-4o"));
@@ -48,13 +51,13 @@ fn stack(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
     let provider =
         service_fn(|_req: http::Request<Bytes>| async { Ok::<_, BoxError>(http::Response::new(RouteBody::empty())) });
-    let router = Router::builder(&config()).seed(1).build(provider.clone()).expect("router");
+    let router = Router::builder(&config()).seed(1).build(provider).expect("router");
     let service = router.service();
 
     let mut group = c.benchmark_group("call");
     group.bench_function("bare provider", |b| {
         b.to_async(&rt).iter(|| {
-            let p = provider.clone();
+            let p = provider;
             async move { black_box(p.oneshot(request()).await.expect("ok")) }
         });
     });
@@ -64,18 +67,18 @@ fn stack(c: &mut Criterion) {
     let select = SelectLayer::new(registry.clone(), store.clone(), RoutingStrategy::SimpleShuffle.build()).with_seed(1);
     let cooldown = CooldownLayer::new(registry.clone(), store.clone(), CooldownConfig::default());
     let retry = RetryLayer::new(registry.clone(), store.clone(), RetryConfig::default()).with_seed(2);
-    let partial: [(&str, BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>); 3] = [
-        ("select", BoxCloneSyncService::new(ServiceBuilder::new().layer(select.clone()).service(provider.clone()))),
+    let partial: [(&str, Stack); 3] = [
+        ("select", BoxCloneSyncService::new(ServiceBuilder::new().layer(select.clone()).service(provider))),
         (
             "cooldown + select",
             BoxCloneSyncService::new(
-                ServiceBuilder::new().layer(cooldown.clone()).layer(select.clone()).service(provider.clone()),
+                ServiceBuilder::new().layer(cooldown.clone()).layer(select.clone()).service(provider),
             ),
         ),
         (
             "retry + cooldown + select",
             BoxCloneSyncService::new(
-                ServiceBuilder::new().layer(retry).layer(cooldown).layer(select).service(provider.clone()),
+                ServiceBuilder::new().layer(retry).layer(cooldown).layer(select).service(provider),
             ),
         ),
     ];

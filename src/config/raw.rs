@@ -247,13 +247,16 @@ pub(crate) struct RawRouterSettings {
     pub(crate) seed: Option<Num>,
     pub(crate) cooldown_probe: Option<Value>,
     pub(crate) skip_unsupported_providers: Option<Flag>,
-    pub(crate) model_group_retry_policy: Option<BTreeMap<String, Option<BTreeMap<String, Option<Num>>>>>,
+    pub(crate) model_group_retry_policy: Option<BTreeMap<String, Option<RawPolicy>>>,
     pub(crate) retry_budget: Option<RawRetryBudget>,
     pub(crate) wait_for_cooldown: Option<Num>,
     pub(crate) deadline: Option<Num>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }
+
+/// A `retry_policy` / `allowed_fails_policy` mapping as written.
+pub(crate) type RawPolicy = BTreeMap<String, Option<Num>>;
 
 /// `router_settings.retry_budget` (ours).
 #[derive(Debug, Default, Deserialize)]

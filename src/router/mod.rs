@@ -15,7 +15,7 @@ pub use client::{ChatResponse, ChatStream, EmbedResponse};
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
-    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownLayer},
+    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook, CooldownLayer},
     deployment::RegistryError,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
     retry::{RetryBudget, RetryConfig, RetryLayer, RetryPolicy},
@@ -93,13 +93,16 @@ impl From<RegistryError> for RouterError {
     }
 }
 
+/// Receives fallback events.
+type FallbackHook = Arc<dyn Fn(&FallbackEvent) + Send + Sync>;
+
 /// Builds a [`Router`]; see [`Router::builder`].
 pub struct RouterBuilder<'a> {
     config: &'a Config,
     store: Option<Arc<StateStore>>,
     seed: Option<u64>,
-    on_cooldown: Option<Arc<dyn Fn(&CooldownEvent) + Send + Sync>>,
-    on_fallback: Option<Arc<dyn Fn(&FallbackEvent) + Send + Sync>>,
+    on_cooldown: Option<CooldownHook>,
+    on_fallback: Option<FallbackHook>,
 }
 
 impl fmt::Debug for RouterBuilder<'_> {
@@ -202,10 +205,7 @@ impl RouterBuilder<'_> {
     }
 }
 
-fn cooldown_config(
-    config: &Config,
-    hook: Option<Arc<dyn Fn(&CooldownEvent) + Send + Sync>>,
-) -> Result<CooldownConfig, ConfigError> {
+fn cooldown_config(config: &Config, hook: Option<CooldownHook>) -> Result<CooldownConfig, ConfigError> {
     let s = &config.settings;
     let policy = s
         .allowed_fails_policy
