@@ -75,7 +75,9 @@ pub(super) fn azure_deployment(path: &str) -> Option<&str> {
 }
 
 /// JSON or nothing: a missing (or empty) content type is accepted, and so is `application/json`
-/// with parameters and any `application/*+json`.
+/// with parameters and any `application/*+json`. `application/x-www-form-urlencoded` and
+/// `text/plain` are accepted too, because that is what `curl -d` and some SDKs send for a JSON
+/// body (LiteLLM's proxy accepts them); the body must still parse as JSON.
 fn check_content_type(headers: &HeaderMap) -> Result<(), IngressError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
@@ -88,7 +90,9 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), IngressError> {
     let json = match essence.split_once('/') {
         Some((kind, sub)) => {
             let sub = sub.to_ascii_lowercase();
-            kind.eq_ignore_ascii_case("application") && (sub == "json" || sub.ends_with("+json"))
+            (kind.eq_ignore_ascii_case("application")
+                && (sub == "json" || sub.ends_with("+json") || sub == "x-www-form-urlencoded"))
+                || (kind.eq_ignore_ascii_case("text") && sub == "plain")
         }
         None => false,
     };
@@ -155,7 +159,9 @@ mod tests {
         assert!(check("Application/JSON; charset=utf-8"));
         assert!(check("application/vnd.api+json"));
         assert!(check(""));
-        assert!(!check("text/plain"));
+        assert!(check("application/x-www-form-urlencoded"), "curl -d");
+        assert!(check("text/plain"));
+        assert!(!check("text/html"));
         assert!(!check("multipart/form-data; boundary=x"));
         assert!(!check("json"));
     }
