@@ -91,6 +91,9 @@ pub struct RequestFacts {
     pub fallbacks: Option<Vec<String>>,
     /// Per-request `disable_fallbacks`.
     pub disable_fallbacks: bool,
+    /// The request body as received (a cheap reference-counted handle on the ingress buffer), for
+    /// checks that read more of it lazily (input tokens for context windows).
+    pub body: Option<bytes::Bytes>,
 }
 
 impl RequestFacts {
@@ -144,6 +147,12 @@ impl RequestFacts {
     /// Disables fallbacks for this request.
     pub fn disable_fallbacks(mut self, disable: bool) -> Self {
         self.disable_fallbacks = disable;
+        self
+    }
+
+    /// Keeps a handle on the request body for checks that read it lazily.
+    pub fn with_body(mut self, body: bytes::Bytes) -> Self {
+        self.body = Some(body);
         self
     }
 

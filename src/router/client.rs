@@ -93,11 +93,12 @@ impl Router {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| RouteError::new(RouteErrorKind::InvalidRequest, format!("request does not serialize: {e}")))?;
         let (model, facts) = facts_from_json(&bytes, endpoint)?;
+        let bytes = Bytes::from(bytes);
         let mut req = http::Request::post(path)
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Bytes::from(bytes))
+            .body(bytes.clone())
             .map_err(|e| RouteError::new(RouteErrorKind::InvalidRequest, e.to_string()))?;
-        req.extensions_mut().insert(RouteCtx::with_facts(model, facts));
+        req.extensions_mut().insert(RouteCtx::with_facts(model, facts.with_body(bytes)));
         let resp = self.call(req).await.map_err(RouteError::from_boxed)?;
         let served = resp.extensions().get::<Served>().cloned().ok_or_else(|| {
             RouteError::new(RouteErrorKind::MissingContext, "the stack answered without a Served extension")

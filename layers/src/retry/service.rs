@@ -266,8 +266,7 @@ impl<'a> Session<'a> {
             .filter(|id| !self.base_excluded.contains(id))
             .collect();
         let fallbacks = self.fallback_presence(names);
-        if let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks)
-        {
+        if let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks) {
             return Err(stop);
         }
 

@@ -49,7 +49,7 @@ where
             None => return Err(err.into()),
         },
     };
-    parts.extensions.insert(RouteCtx::with_facts(model, facts));
+    parts.extensions.insert(RouteCtx::with_facts(model, facts.with_body(body.clone())));
     Ok(http::Request::from_parts(parts, body))
 }
 
