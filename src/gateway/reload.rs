@@ -1,11 +1,10 @@
 //! Config reload: a new config's deployments and aliases swapped into the live registry.
 //!
 //! The new config is read and checked completely before anything changes, so a broken file
-//! changes nothing. Then, in this order: new and changed deployments are upserted, the new
-//! aliases set, aliases no longer configured removed, and deployments no longer configured
-//! removed (their cooldowns cleared). Each step swaps a registry snapshot atomically, so a
-//! request resolves against either the old or the new deployments of a group, and requests in
-//! flight keep the deployments they resolved.
+//! changes nothing. Then the registry's deployments and aliases are replaced in one snapshot swap
+//! ([`Registry::replace`](switchyard_layers::Registry::replace)), so a request resolves against
+//! either the old set or the new one, never a mix, and requests in flight keep the deployments
+//! they resolved; removed deployments' cooldowns are cleared.
 //!
 //! Only `model_list` and `model_group_alias` are reloaded. Router settings (strategy, retries,
 //! fallback tables, cooldown rules) and `general_settings.master_key` take effect on restart.
@@ -157,26 +156,25 @@ pub(crate) async fn apply(
     let removed: Vec<&DeploymentId> =
         old.keys().filter(|id| !config.deployments.iter().any(|d| &d.id == *id)).collect();
 
-    // Validated above: nothing below can fail, so a reload applies whole or not at all.
-    for d in &config.deployments {
-        if !old.get(&d.id).is_some_and(|before| same(before, d)) {
-            registry.upsert(d.clone()).map_err(ReloadError::Registry)?;
-        }
-    }
     for a in &config.aliases {
         if !current.contains(a) {
-            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden).map_err(ReloadError::Registry)?;
             summary.aliases_set.push(a.alias.clone());
         }
     }
     for a in current.iter() {
-        if !config.aliases.iter().any(|n| n.alias == a.alias) && registry.remove_alias(&a.alias) {
+        if !config.aliases.iter().any(|n| n.alias == a.alias) {
             summary.aliases_removed.push(a.alias.clone());
         }
     }
+    // One snapshot swap: a request resolves against the old set or the new one, never a mix.
+    registry
+        .replace(
+            config.deployments.iter().cloned(),
+            config.aliases.iter().map(|a| (a.alias.as_str(), a.target.as_str(), a.hidden)),
+        )
+        .map_err(ReloadError::Registry)?;
     *current = config.aliases.clone();
     for id in removed {
-        registry.remove(id);
         // Nothing routes to it any more; a leftover cooldown would only clutter the listing.
         if let Err(e) = store.clear_cooldown(id).await {
             tracing::warn!(deployment = %id, error = %e, "could not clear a removed deployment's cooldown");

@@ -281,6 +281,56 @@ impl Registry {
         .flatten()
     }
 
+    /// Replaces every deployment and alias at once (a config reload): one snapshot swap, so a
+    /// request resolves against either the old set or the new one, never a mix, and requests in
+    /// flight keep what they resolved. Fails, changing nothing, on a duplicate id or an alias
+    /// whose target is not a group of the new set.
+    ///
+    /// ```
+    /// use switchyard_layers::{Deployment, Registry};
+    /// let registry = Registry::new();
+    /// registry.add(Deployment::builder("old", "openai/a").build()?)?;
+    /// registry.replace([Deployment::builder("new", "openai/b").build()?], [("fast", "new", false)])?;
+    /// assert!(registry.resolve("old").is_err());
+    /// assert_eq!(&**registry.resolve("fast")?.group.name(), "new");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace<D, A, S, T>(&self, deployments: D, aliases: A) -> Result<(), RegistryError>
+    where
+        D: IntoIterator<Item = Deployment>,
+        A: IntoIterator<Item = (S, T, bool)>,
+        S: Into<Arc<str>>,
+        T: Into<Arc<str>>,
+    {
+        let mut list: Vec<Arc<Deployment>> = Vec::new();
+        for d in deployments {
+            if list.iter().any(|o| o.id == d.id) {
+                return Err(RegistryError::DuplicateId(d.id));
+            }
+            list.push(Arc::new(d));
+        }
+        let mut map = HashMap::new();
+        for (alias, target, hidden) in aliases {
+            let (alias, target): (Arc<str>, Arc<str>) = (alias.into(), target.into());
+            if !list.iter().any(|d| d.group == target) {
+                return Err(RegistryError::UnknownAliasTarget { alias: alias.to_string(), target: target.to_string() });
+            }
+            map.insert(alias, Alias { target, hidden });
+        }
+        let _guard = self.writer.lock();
+        self.current.store(Arc::new(Snapshot::build(list, map)));
+        Ok(())
+    }
+
+    /// Every alias: (alias, target group, hidden), sorted by alias.
+    pub fn aliases(&self) -> Vec<(String, String, bool)> {
+        let snap = self.current.load();
+        let mut all: Vec<_> =
+            snap.aliases.iter().map(|(k, a)| (k.to_string(), a.target.to_string(), a.hidden)).collect();
+        all.sort();
+        all
+    }
+
     /// Makes `alias` another name for `target` (`model_group_alias`). A hidden alias resolves but
     /// is not listed by [`Registry::names`].
     pub fn set_alias(
