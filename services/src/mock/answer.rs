@@ -11,11 +11,11 @@ use bytes::Bytes;
 use futures_util::stream;
 use http::{HeaderValue, StatusCode, header};
 use rand::{Rng, RngCore, rngs::SmallRng};
-use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::MockProfile;
+use crate::openai::wire::{sse, to_json};
 use crate::openai::{
     ApiError, ChatChunk, ChatCompletion, ChatDelta, ChatMessage, ChunkChoice, Embedding, EmbeddingResponse,
     EmbeddingUsage, ErrorResponse, UsageBody,
@@ -326,16 +326,4 @@ fn json_response(status: StatusCode, body: Bytes) -> Response {
     *resp.status_mut() = status;
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp
-}
-
-fn to_json<T: Serialize>(value: &T) -> Bytes {
-    // Our own wire types hold only strings, numbers and JSON values: serializing cannot fail.
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
-}
-
-fn sse<T: Serialize>(value: &T) -> Bytes {
-    let mut out = b"data: ".to_vec();
-    out.extend_from_slice(&serde_json::to_vec(value).unwrap_or_default());
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }

@@ -22,6 +22,7 @@ mod embedding;
 mod error;
 mod facts;
 mod sse;
+pub(crate) mod wire;
 
 pub use chat::{ChatChoice, ChatChunk, ChatCompletion, ChatDelta, ChatMessage, ChatRequest, ChunkChoice, UsageBody};
 pub use embedding::{Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage};

@@ -8,11 +8,11 @@ use std::{
 use bytes::Bytes;
 use http::{HeaderValue, header};
 use rand::{Rng, RngCore};
-use serde::Serialize;
 use serde_json::json;
 use switchyard_layers::{Deployment, RouteBody, Usage, ctx::Endpoint};
 
 use super::SimProfile;
+use crate::openai::wire::{sse, to_json};
 use crate::openai::{
     ChatChunk, ChatCompletion, ChatDelta, ChatMessage, ChunkChoice, Embedding, EmbeddingResponse, EmbeddingUsage,
     UsageBody,
@@ -168,15 +168,3 @@ impl Attempt {
 
 /// `data: [DONE]`, the end of an OpenAI stream.
 pub(crate) const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
-
-fn to_json<T: Serialize>(value: &T) -> Bytes {
-    // Our own wire types hold only strings, numbers and JSON values: serializing cannot fail.
-    Bytes::from(serde_json::to_vec(value).unwrap_or_default())
-}
-
-fn sse<T: Serialize>(value: &T) -> Bytes {
-    let mut out = b"data: ".to_vec();
-    out.extend_from_slice(&serde_json::to_vec(value).unwrap_or_default());
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
-}
