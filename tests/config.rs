@@ -722,3 +722,30 @@ router_settings:
     assert_eq!(config.deployments.len(), 1);
     assert_eq!(config.warnings.iter().filter(|w| w.contains("`bedrock`") && w.contains("skipped")).count(), 1);
 }
+
+#[test]
+fn pre_call_settings_read_tag_matching_parallel_default_and_slot_wait() {
+    let c = load(&format!(
+        "{}router_settings: {{ enable_tag_filtering: true, tag_filtering_match_any: false, \
+         default_max_parallel_requests: 8, wait_for_parallel_slot: 2.5 }}\n",
+        models(&[("gpt-4o", "openai/gpt-4o")])
+    ))
+    .expect("loads");
+    let s = &c.settings;
+    assert!(s.enable_tag_filtering && !s.tag_filtering_match_any);
+    assert_eq!(s.default_max_parallel_requests, Some(8));
+    assert_eq!(s.wait_for_parallel_slot, Some(Duration::from_millis(2500)));
+    assert!(!c.warnings.iter().any(|w| w.contains("tag_filtering_match_any")), "{:#?}", c.warnings);
+
+    let defaults = load(&models(&[("gpt-4o", "openai/gpt-4o")])).expect("loads");
+    assert!(defaults.settings.tag_filtering_match_any, "LiteLLM's default: match any");
+    assert_eq!(defaults.settings.wait_for_parallel_slot, None);
+}
+
+#[test]
+fn a_parallel_request_limit_of_zero_is_rejected() {
+    let yaml = format!("{}router_settings: {{ default_max_parallel_requests: 0 }}\n", models(&[("g", "openai/x")]));
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.default_max_parallel_requests", "must be >= 1");
+    let yaml = "model_list:\n  - model_name: g\n    litellm_params: { model: openai/x, max_parallel_requests: 0 }\n";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.max_parallel_requests", "must be >= 1");
+}

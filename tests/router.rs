@@ -156,3 +156,51 @@ async fn deployments_added_at_runtime_serve_without_a_restart() {
     router.registry().remove(&"mini-1".into()).expect("removed");
     assert_eq!(router.chat(hello("mini")).await.expect_err("gone").kind(), RouteErrorKind::UnknownGroup);
 }
+
+/// The default stack runs the pre-call checks from `router_settings`: tag routing (with the 403
+/// refusal), context windows feeding `context_window_fallbacks`, and order tiers.
+#[tokio::test(start_paused = true)]
+async fn pre_call_checks_from_the_config_route_by_tags_windows_and_order() {
+    let config = Config::from_yaml_str(
+        r#"
+model_list:
+  - model_name: gpt-4o
+    litellm_params: { model: openai/gpt-4o, tags: [paid], order: 1 }
+    model_info: { id: paid, max_input_tokens: 8 }
+  - model_name: gpt-4o
+    litellm_params: { model: openai/gpt-4o, tags: [paid], order: 2 }
+    model_info: { id: paid-backup }
+  - model_name: gpt-4o
+    litellm_params: { model: openai/gpt-4o-mini, tags: [free] }
+    model_info: { id: free, max_input_tokens: 8 }
+  - model_name: gpt-4o-long
+    litellm_params: { model: openai/gpt-4.1, tags: [free, paid] }
+    model_info: { id: long, max_input_tokens: 1000000 }
+router_settings:
+  enable_pre_call_checks: true
+  enable_tag_filtering: true
+  context_window_fallbacks: [{ gpt-4o: [gpt-4o-long] }]
+"#,
+    )
+    .expect("valid config");
+    let router = Router::builder(&config).seed(5).build(SimProvider::new(5)).expect("router builds");
+    let tagged = |tags: serde_json::Value, text: &str| {
+        ChatRequest::new("gpt-4o", vec![ChatMessage::user(text)]).param("metadata", serde_json::json!({ "tags": tags }))
+    };
+    for _ in 0..10 {
+        let answer = router.chat(tagged(serde_json::json!(["paid"]), "hi")).await.expect("served");
+        assert_eq!(answer.served.deployment.as_str(), "paid", "tier 1 of the paid deployments");
+    }
+    let long = "many words ".repeat(50);
+    let answer = router.chat(tagged(serde_json::json!(["paid"]), &long)).await.expect("served");
+    assert_eq!(answer.served.deployment.as_str(), "paid-backup", "tier 2 when tier 1's window is too small");
+    let answer = router.chat(tagged(serde_json::json!(["free"]), "hi")).await.expect("served");
+    assert_eq!(answer.served.deployment.as_str(), "free");
+    let answer = router.chat(tagged(serde_json::json!(["free"]), &long)).await.expect("served");
+    assert_eq!(answer.served.deployment.as_str(), "long", "no free deployment fits: context_window_fallbacks");
+    assert_eq!(answer.served.hops, 1);
+
+    let err = router.chat(tagged(serde_json::json!(["enterprise"]), "hi")).await.expect_err("no match, no default");
+    assert_eq!(err.kind(), RouteErrorKind::NotAllowed);
+    assert_eq!(err.http_status(), http::StatusCode::FORBIDDEN);
+}

@@ -126,6 +126,12 @@ impl RequestFacts {
         self
     }
 
+    /// Sets the parameters the deployment must support (`response_format`, `tools`).
+    pub fn required_params(mut self, params: Vec<String>) -> Self {
+        self.required_params = params;
+        self
+    }
+
     /// Sets the session id.
     pub fn session(mut self, session: Option<String>) -> Self {
         self.session = session;
@@ -219,6 +225,10 @@ pub struct RouteCtx {
     pub deadline: Option<Instant>,
     /// Tokens the chosen deployment must reserve against its TPM limit (the input estimate).
     pub reserve_tokens: u64,
+    /// Parallel-request limit for deployments that set no `max_parallel_requests` (the router's
+    /// `default_max_parallel_requests`, recorded by the pre-call layer); the select layer takes
+    /// the slot on the chosen deployment.
+    pub default_max_parallel_requests: Option<u32>,
     facts: Arc<RequestFacts>,
     call: Arc<CallState>,
 }
@@ -259,6 +269,7 @@ impl RouteCtx {
             hop: 0,
             deadline: None,
             reserve_tokens: 0,
+            default_max_parallel_requests: None,
             facts: Arc::new(facts),
             call: Arc::default(),
         }

@@ -38,6 +38,9 @@ pub enum RouteErrorKind {
     ContextWindowExceeded,
     /// Every candidate's budget is spent.
     BudgetExceeded,
+    /// The request may not use any deployment of the group (tag routing: its tags match no
+    /// deployment and the group has no `default` one).
+    NotAllowed,
     /// An attempt reached a deployment and failed; see [`RouteError::outcome`].
     Upstream,
     /// The request has no [`RouteCtx`](crate::RouteCtx): no ingress layer ran.
@@ -56,6 +59,7 @@ impl RouteErrorKind {
             Self::RateLimited => "rate_limited",
             Self::ContextWindowExceeded => "context_window_exceeded",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::NotAllowed => "not_allowed",
             Self::Upstream => "upstream",
             Self::MissingContext => "missing_context",
             Self::InvalidRequest => "invalid_request",
@@ -228,6 +232,7 @@ impl RouteError {
             RouteErrorKind::RateLimited | RouteErrorKind::AllCoolingDown | RouteErrorKind::BudgetExceeded => {
                 StatusCode::TOO_MANY_REQUESTS
             }
+            RouteErrorKind::NotAllowed => StatusCode::FORBIDDEN,
             RouteErrorKind::NoCandidates => StatusCode::SERVICE_UNAVAILABLE,
             RouteErrorKind::MissingContext => StatusCode::INTERNAL_SERVER_ERROR,
             RouteErrorKind::Upstream => self.inner.outcome.map_or(StatusCode::BAD_GATEWAY, Outcome::http_status),

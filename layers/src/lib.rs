@@ -32,6 +32,7 @@ pub mod deployment;
 pub mod error;
 pub mod fallback;
 pub mod outcome;
+pub mod precall;
 pub mod redact;
 pub mod retry;
 pub mod seed;

@@ -203,6 +203,12 @@ pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Resul
         (None, None) => {}
     }
     if let Some(v) = opt(p.max_parallel_requests, || lp("max_parallel_requests"), to_u32)? {
+        if v == 0 {
+            return Err(ConfigError::invalid(
+                lp("max_parallel_requests"),
+                "must be >= 1, got 0 (it would admit nothing)",
+            ));
+        }
         b = b.max_parallel_requests(v);
     }
     let (timeout, timeout_key) = match p.timeout {

@@ -157,12 +157,19 @@ pub struct RouterSettings {
     pub cooldown_time: Duration,
     /// Never cool deployments down.
     pub disable_cooldowns: bool,
-    /// Check context windows, order tiers and limits before each attempt.
+    /// Check context windows, regions and required parameters before each attempt (RPM/TPM and
+    /// parallel limits, blocked deployments and order tiers are always checked).
     pub enable_pre_call_checks: bool,
     /// Route by request tags.
     pub enable_tag_filtering: bool,
-    /// Parallel-request limit for deployments that set none.
+    /// Tag routing matches a deployment carrying any of the request's tags (default `true`);
+    /// `false`: all of them.
+    pub tag_filtering_match_any: bool,
+    /// Parallel-request limit for deployments that set none (>= 1).
     pub default_max_parallel_requests: Option<u32>,
+    /// When every deployment of a group is at its parallel-request limit, wait up to this long
+    /// for a slot instead of failing (`wait_for_parallel_slot`, seconds, ours).
+    pub wait_for_parallel_slot: Option<Duration>,
     /// Shared-state backend (stored for a later release).
     pub redis: Option<RedisSettings>,
     /// Half-open recovery (`cooldown_probe`, ours): `None` when off.
@@ -202,7 +209,9 @@ impl Default for RouterSettings {
             disable_cooldowns: false,
             enable_pre_call_checks: false,
             enable_tag_filtering: false,
+            tag_filtering_match_any: true,
             default_max_parallel_requests: None,
+            wait_for_parallel_slot: None,
             redis: None,
             cooldown_probe: None,
             wait_for_cooldown: None,

@@ -277,8 +277,16 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
     s.disable_cooldowns = rs.disable_cooldowns.is_some_and(|f| f.0);
     s.enable_pre_call_checks = rs.enable_pre_call_checks.is_some_and(|f| f.0);
     s.enable_tag_filtering = rs.enable_tag_filtering.is_some_and(|f| f.0);
+    s.tag_filtering_match_any = rs.tag_filtering_match_any.is_none_or(|f| f.0);
     s.default_max_parallel_requests =
         opt(rs.default_max_parallel_requests, || at("default_max_parallel_requests"), to_u32)?;
+    if s.default_max_parallel_requests == Some(0) {
+        return Err(ConfigError::invalid(
+            at("default_max_parallel_requests"),
+            "must be >= 1, got 0 (a limit of 0 would admit nothing)",
+        ));
+    }
+    s.wait_for_parallel_slot = opt(rs.wait_for_parallel_slot, || at("wait_for_parallel_slot"), to_secs)?;
     let port = opt(
         rs.redis_port,
         || at("redis_port"),

@@ -18,6 +18,7 @@ use switchyard_layers::{
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook, CooldownLayer},
     deployment::RegistryError,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
+    precall::{PreCallConfig, PreCallLayer},
     retry::{RetryBudget, RetryConfig, RetryLayer, RetryPolicy},
     select::{SelectConfigError, SelectLayer, Strategies},
     state::StoreConfig,
@@ -198,8 +199,15 @@ impl RouterBuilder<'_> {
         if let Some(hook) = self.on_fallback {
             fallback = fallback.on_event(move |e| hook(e));
         }
+        let precall = PreCallLayer::new(registry.clone(), store.clone(), precall_config(config));
         let service = BoxCloneSyncService::new(
-            ServiceBuilder::new().layer(fallback).layer(retry).layer(cooldown.clone()).layer(select).service(provider),
+            ServiceBuilder::new()
+                .layer(fallback)
+                .layer(retry)
+                .layer(cooldown.clone())
+                .layer(precall)
+                .layer(select)
+                .service(provider),
         );
         Ok(Router { registry, store, cooldown, service })
     }
@@ -222,6 +230,18 @@ fn cooldown_config(config: &Config, hook: Option<CooldownHook>) -> Result<Cooldo
         .wait_for_cooldown(s.wait_for_cooldown);
     c.hook = hook;
     Ok(c)
+}
+
+/// LiteLLM's switches: `enable_pre_call_checks` (context window, region, params) and
+/// `enable_tag_filtering`; limits, blocked deployments and order tiers always apply.
+fn precall_config(config: &Config) -> PreCallConfig {
+    let s = &config.settings;
+    PreCallConfig::new()
+        .pre_call_checks(s.enable_pre_call_checks)
+        .tag_filtering(s.enable_tag_filtering)
+        .tag_match_any(s.tag_filtering_match_any)
+        .default_max_parallel_requests(s.default_max_parallel_requests)
+        .wait_for_parallel_slot(s.wait_for_parallel_slot)
 }
 
 fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {

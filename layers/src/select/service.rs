@@ -115,7 +115,9 @@ where
                 usage = Some(store.usage(&ids).await?);
             }
             let mut soonest_free: Option<Duration> = None;
-            let (chosen, reservation) = loop {
+            let mut parallel_full = false;
+            let default_parallel = ctx.default_max_parallel_requests;
+            let (chosen, reservation, slot) = loop {
                 let picked = {
                     let sel = Selection::new(&group, &list, usage.as_deref(), store.local(), ctx.facts(), tokens);
                     strategy.pick(&sel, &mut rng)
@@ -131,11 +133,30 @@ where
                     return Err(all_limited(&group, soonest_free));
                 };
                 let d = list[i].clone();
+                // The parallel-request slot first: it is local and cheap, and a full deployment
+                // must not take an RPM slot it cannot use.
+                let slot = match d.max_parallel_requests.or(default_parallel) {
+                    Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
+                        Some(guard) => Some(guard),
+                        None => {
+                            parallel_full = true;
+                            list.remove(i);
+                            if let Some(u) = &mut usage {
+                                u.remove(i);
+                            }
+                            if list.is_empty() {
+                                return Err(all_full(&group, soonest_free, parallel_full));
+                            }
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
                 if !tracks_usage(&d, reads_usage) {
-                    break (d, None);
+                    break (d, None, slot);
                 }
                 match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await? {
-                    Admission::Admitted(r) => break (d, Some(r)),
+                    Admission::Admitted(r) => break (d, Some(EstimateGuard::new(store.clone(), r)), slot),
                     Admission::Full { retry_in } => {
                         soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));
                         list.remove(i);
@@ -143,7 +164,7 @@ where
                             u.remove(i);
                         }
                         if list.is_empty() {
-                            return Err(all_limited(&group, soonest_free));
+                            return Err(all_full(&group, soonest_free, parallel_full));
                         }
                     }
                 }
@@ -165,7 +186,7 @@ where
                 attempt,
                 outcome = field::Empty,
             );
-            let in_flight = store.local().begin(&chosen.id);
+            let in_flight = slot.unwrap_or_else(|| store.local().begin(&chosen.id));
             let start = Instant::now();
             let result = inner.oneshot_ready(req).instrument(span.clone()).await;
             let elapsed = start.elapsed();
@@ -187,6 +208,7 @@ where
                     }
                     let body = resp.body_mut();
                     body.hold(in_flight);
+                    let reservation = reservation.map(EstimateGuard::keep);
                     attach_end_of_attempt(body, shared.store.clone(), chosen.clone(), reservation, start, stream);
                     if resp.extensions().get::<Served>().is_none() {
                         // The trail holds the failed attempts; the first attempt had none before it.
@@ -221,10 +243,9 @@ where
                         }
                         _ => {}
                     }
-                    // Nothing was served: the request keeps its slot, its token estimate is released.
-                    if let Some(r) = &reservation {
-                        store.reconcile_detached(r, 0);
-                    }
+                    // Nothing was served: the request keeps its slot, its token estimate is released
+                    // (by the guard, as when the caller cancels the attempt).
+                    drop(reservation);
                     drop(in_flight);
                     Err(e)
                 }
@@ -270,6 +291,47 @@ fn missing_ctx() -> BoxError {
         "request has no RouteCtx; add the ingress layer or insert RouteCtx::new(model) into the request",
     )
     .into()
+}
+
+/// A reservation whose token estimate is released unless the attempt is served: on an upstream
+/// failure and when the caller cancels the attempt (the request slot stays taken either way, as
+/// the upstream may have counted the request).
+struct EstimateGuard {
+    store: Arc<StateStore>,
+    reservation: Option<Reservation>,
+}
+
+impl EstimateGuard {
+    fn new(store: Arc<StateStore>, reservation: Reservation) -> Self {
+        Self { store, reservation: Some(reservation) }
+    }
+
+    /// The attempt was served: the end of its body reconciles the estimate with the real usage.
+    fn keep(mut self) -> Reservation {
+        self.reservation.take().expect("taken only here, once")
+    }
+}
+
+impl Drop for EstimateGuard {
+    fn drop(&mut self) {
+        if let Some(r) = self.reservation.take() {
+            self.store.reconcile_detached(&r, 0);
+        }
+    }
+}
+
+/// Every pick was refused: by an RPM/TPM limit (with when the first frees) or, when none was, by
+/// its parallel-request limit.
+fn all_full(group: &crate::Group, soonest_free: Option<Duration>, parallel_full: bool) -> BoxError {
+    if soonest_free.is_none() && parallel_full {
+        return RouteError::new(
+            RouteErrorKind::RateLimited,
+            format!("every deployment of `{}` is at its parallel-request limit", group.name()),
+        )
+        .with_group(group.name().clone())
+        .into();
+    }
+    all_limited(group, soonest_free)
 }
 
 fn all_limited(group: &crate::Group, soonest_free: Option<Duration>) -> BoxError {

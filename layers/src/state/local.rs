@@ -13,7 +13,10 @@ use std::{
 };
 
 use parking_lot::Mutex;
-use tokio::time::Instant;
+use tokio::{
+    sync::{Notify, futures::Notified},
+    time::Instant,
+};
 
 use crate::DeploymentId;
 
@@ -56,6 +59,10 @@ struct Samples {
 #[derive(Debug, Default)]
 struct Stats {
     in_flight: AtomicU64,
+    /// [`SlotWatch`]es alive on this deployment: a released guard wakes them only when some exist.
+    watchers: AtomicU64,
+    /// Notified when a guard is released while some [`SlotWatch`] exists.
+    freed: Notify,
     samples: Mutex<Samples>,
 }
 
@@ -75,7 +82,41 @@ pub struct InFlightGuard {
 
 impl Drop for InFlightGuard {
     fn drop(&mut self) {
-        self.stats.in_flight.fetch_sub(1, Ordering::AcqRel);
+        // SeqCst pairs with `SlotWatch`: either the watcher sees the lower count, or this sees the
+        // watcher and wakes it.
+        self.stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.stats.watchers.load(Ordering::SeqCst) > 0 {
+            self.stats.freed.notify_waiters();
+        }
+    }
+}
+
+/// Watches one deployment's in-flight count go down, to wait for a parallel-request slot without
+/// polling; see [`LocalState::watch_slots`].
+///
+/// Create the [`notified`](Self::notified) future and `enable` it *before* reading
+/// [`in_flight`](Self::in_flight): a guard released after the read then always wakes it.
+#[derive(Debug)]
+pub struct SlotWatch {
+    stats: Arc<Stats>,
+}
+
+impl SlotWatch {
+    /// Requests in flight on the deployment now.
+    pub fn in_flight(&self) -> u64 {
+        self.stats.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Completes when an in-flight guard of the deployment is released after this future was
+    /// enabled (or first polled).
+    pub fn notified(&self) -> Notified<'_> {
+        self.stats.freed.notified()
+    }
+}
+
+impl Drop for SlotWatch {
+    fn drop(&mut self) {
+        self.stats.watchers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -122,6 +163,30 @@ impl LocalState {
         let stats = self.stats(id);
         stats.in_flight.fetch_add(1, Ordering::AcqRel);
         InFlightGuard { stats }
+    }
+
+    /// Counts one request in flight on `id` if fewer than `limit` are: the parallel-request slot,
+    /// taken atomically (a compare-and-swap loop, so concurrent callers never overshoot). `None`
+    /// when the deployment is full.
+    pub fn try_begin(&self, id: &DeploymentId, limit: u64) -> Option<InFlightGuard> {
+        let stats = self.stats(id);
+        let mut current = stats.in_flight.load(Ordering::Acquire);
+        loop {
+            if current >= limit {
+                return None;
+            }
+            match stats.in_flight.compare_exchange_weak(current, current + 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Some(InFlightGuard { stats }),
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Watches `id`'s in-flight count, to wait for a slot to free (see [`SlotWatch`]).
+    pub fn watch_slots(&self, id: &DeploymentId) -> SlotWatch {
+        let stats = self.stats(id);
+        stats.watchers.fetch_add(1, Ordering::SeqCst);
+        SlotWatch { stats }
     }
 
     /// Records a latency sample (seconds; per completion token when known) and, for peak-EWMA,
@@ -220,6 +285,23 @@ mod tests {
         drop(g1);
         drop(g2);
         assert_eq!(local.in_flight(&id), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn try_begin_admits_up_to_the_limit_and_frees_on_drop() {
+        let local = LocalState::default();
+        let id = DeploymentId::from("a");
+        let g1 = local.try_begin(&id, 2).expect("first slot");
+        let _g2 = local.try_begin(&id, 2).expect("second slot");
+        assert!(local.try_begin(&id, 2).is_none(), "the limit-th + 1 is refused");
+        let watch = local.watch_slots(&id);
+        let freed = watch.notified();
+        tokio::pin!(freed);
+        freed.as_mut().enable();
+        drop(g1);
+        freed.await;
+        assert_eq!(watch.in_flight(), 1);
+        assert!(local.try_begin(&id, 2).is_some());
     }
 
     #[tokio::test(start_paused = true)]

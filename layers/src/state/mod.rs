@@ -32,7 +32,7 @@ pub(crate) type IdMap<V> = dashmap::DashMap<DeploymentId, V, rustc_hash::FxBuild
 
 use std::{fmt, sync::Arc, time::Duration};
 
-pub use local::{InFlightGuard, LatencyConfig, LocalState};
+pub use local::{InFlightGuard, LatencyConfig, LocalState, SlotWatch};
 use memory::MemoryBackend;
 use tokio::time::Instant;
 

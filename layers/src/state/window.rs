@@ -13,9 +13,10 @@ pub(crate) struct Pair {
 
 /// Events over the last `span`, merged per `resolution` tick.
 ///
-/// An event's tick is rounded *up*, so it counts for at least the full span (at most one
-/// resolution longer): a limit enforced on this window is never exceeded in any real window of
-/// `span`. Memory is at most `span / resolution` entries whatever the rate.
+/// An event's tick is rounded *up* and the current time's *down*, so an event counts for at least
+/// the full span (at most one resolution longer): a limit enforced on this window is never
+/// exceeded in any real window of `span`. Memory is at most `span / resolution` entries whatever
+/// the rate.
 #[derive(Debug)]
 pub(crate) struct SlidingWindow {
     base: Instant,
@@ -32,9 +33,21 @@ impl SlidingWindow {
         Self { base, resolution_ms, span_ticks, entries: VecDeque::new(), total: Pair::default() }
     }
 
+    /// The tick an event at `now` is recorded at (rounded up).
     fn tick(&self, now: Instant) -> u64 {
-        let ms = now.saturating_duration_since(self.base).as_millis() as u64;
-        ms.div_ceil(self.resolution_ms)
+        self.nanos(now).div_ceil(self.resolution_ms * 1_000_000)
+    }
+
+    /// The last tick fully passed at `now` (rounded down): an event leaves once `span` ticks
+    /// have fully passed since its own (rounding `now` up too would drop it up to one
+    /// resolution early).
+    fn passed(&self, now: Instant) -> u64 {
+        self.nanos(now) / (self.resolution_ms * 1_000_000)
+    }
+
+    /// Time since `base` in nanoseconds (whole milliseconds would round an event's time down).
+    fn nanos(&self, now: Instant) -> u64 {
+        u64::try_from(now.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn prune(&mut self, now_tick: u64) {
@@ -50,15 +63,14 @@ impl SlidingWindow {
 
     /// Totals over the window ending at `now`.
     pub(crate) fn totals(&mut self, now: Instant) -> Pair {
-        let t = self.tick(now);
-        self.prune(t);
+        self.prune(self.passed(now));
         self.total
     }
 
     /// Adds an event at `now`; returns its tick (to adjust it later).
     pub(crate) fn add(&mut self, now: Instant, a: u64, b: u64) -> u64 {
         let t = self.tick(now);
-        self.prune(t);
+        self.prune(self.passed(now));
         match self.entries.back_mut() {
             Some((tick, pair)) if *tick == t => {
                 pair.a += a;
@@ -85,7 +97,7 @@ impl SlidingWindow {
     /// How long until the `a` total drops to at most `target` (zero when it already is).
     pub(crate) fn until_a_at_most(&mut self, now: Instant, target: u64) -> Duration {
         let t = self.tick(now);
-        self.prune(t);
+        self.prune(self.passed(now));
         let mut excess = self.total.a.saturating_sub(target);
         if excess == 0 {
             return Duration::ZERO;
@@ -102,7 +114,7 @@ impl SlidingWindow {
     /// How long until the `b` total drops to at most `target`.
     pub(crate) fn until_b_at_most(&mut self, now: Instant, target: u64) -> Duration {
         let t = self.tick(now);
-        self.prune(t);
+        self.prune(self.passed(now));
         let mut excess = self.total.b.saturating_sub(target);
         if excess == 0 {
             return Duration::ZERO;

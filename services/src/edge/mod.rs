@@ -15,6 +15,7 @@
 //! | all deployments cooling down | 429 + `Retry-After` | `rate_limit_error` / `all_deployments_cooling_down` |
 //! | all deployments at their limits | 429 + `Retry-After` | `rate_limit_error` / `rate_limit_exceeded` |
 //! | budget spent | 429 | `budget_exceeded` / `budget_exceeded` |
+//! | request tags allow no deployment (tag routing) | 403 | `permission_error` / `not_allowed`, the tags in the message |
 //! | no deployment left | 503 | `server_error` / `no_deployments_available` |
 //! | no routing context (a stack built wrong) | 500 | `server_error` / `internal_error`, no details |
 //! | upstream timeout | 504 | `timeout_error` / `upstream_timeout` |
@@ -148,6 +149,10 @@ pub fn route_error_response(err: &RouteError) -> http::Response<RouteBody> {
         RouteErrorKind::BudgetExceeded => {
             let error = ApiError::new(message()).with_type("budget_exceeded").with_code("budget_exceeded");
             respond(StatusCode::TOO_MANY_REQUESTS, name, error, err.retry_after())
+        }
+        RouteErrorKind::NotAllowed => {
+            let error = ApiError::new(message()).with_type("permission_error").with_code("not_allowed");
+            respond(StatusCode::FORBIDDEN, name, error, None)
         }
         RouteErrorKind::NoCandidates => {
             let error = ApiError::new(message()).with_type(SERVER_ERROR).with_code("no_deployments_available");

@@ -106,6 +106,21 @@ async fn budget_exceeded_is_429_budget_exceeded() {
 }
 
 #[tokio::test]
+async fn tag_refusal_is_403_not_allowed_naming_the_tags() {
+    let err = RouteError::new(
+        RouteErrorKind::NotAllowed,
+        "Not allowed to access model due to tags configuration: group `gpt-4o`, request tags [`free`]",
+    );
+    let (status, headers, json) = answer(err).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(headers[ERROR_KIND_HEADER], "not_allowed");
+    assert_eq!(json["error"]["type"], "permission_error");
+    assert_eq!(json["error"]["code"], "not_allowed");
+    assert!(json["error"]["message"].as_str().is_some_and(|m| m.contains("`free`")));
+    assert!(!headers.contains_key("retry-after"));
+}
+
+#[tokio::test]
 async fn no_candidates_is_503() {
     let (status, headers, json) = answer(RouteError::new(RouteErrorKind::NoCandidates, "no deployment left")).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);

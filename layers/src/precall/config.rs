@@ -1,0 +1,125 @@
+use std::time::Duration;
+
+/// Settings of the [`PreCallLayer`](super::PreCallLayer). `Default` is LiteLLM's default router.
+///
+/// | check | default | LiteLLM switch |
+/// |---|---|---|
+/// | blocked deployments | always | — |
+/// | tags | off | `enable_tag_filtering` ([`tag_filtering`](Self::tag_filtering)) |
+/// | region, params, context window | off | `enable_pre_call_checks` ([`pre_call_checks`](Self::pre_call_checks)) |
+/// | RPM / TPM, parallel requests | always | — (the select layer enforces them anyway) |
+/// | order tiers | on | newer LiteLLM applies `order` whatever `enable_pre_call_checks` says |
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct PreCallConfig {
+    /// Drop deployments whose `max_input_tokens` the prompt exceeds.
+    pub context_window: bool,
+    /// Drop deployments outside the request's `allowed_model_region`.
+    pub region: bool,
+    /// Drop deployments that declare they do not support a parameter the request uses.
+    pub params: bool,
+    /// Route by request tags (`enable_tag_filtering`).
+    pub tags: bool,
+    /// `tag_filtering_match_any`: a deployment matches when it carries any of the request's tags
+    /// (default); `false`: when it carries all of them.
+    pub tag_match_any: bool,
+    /// Keep only the lowest `order` tier among the remaining candidates.
+    pub order: bool,
+    /// Parallel-request limit for deployments that set no `max_parallel_requests`.
+    pub default_max_parallel_requests: Option<u32>,
+    /// When every candidate is at its parallel-request limit, wait up to this long for a slot
+    /// (`wait_for_parallel_slot`, ours) instead of failing at once.
+    pub wait_for_parallel_slot: Option<Duration>,
+    /// Bodies larger than this (bytes) are parsed and counted on a blocking thread, off the async
+    /// executor (default 4 KB: about 1k tokens, ~0.1 ms of tiktoken time).
+    pub offload_counting_above: usize,
+}
+
+impl Default for PreCallConfig {
+    fn default() -> Self {
+        Self {
+            context_window: false,
+            region: false,
+            params: false,
+            tags: false,
+            tag_match_any: true,
+            order: true,
+            default_max_parallel_requests: None,
+            wait_for_parallel_slot: None,
+            offload_counting_above: Self::DEFAULT_OFFLOAD_COUNTING_ABOVE,
+        }
+    }
+}
+
+impl PreCallConfig {
+    /// Body size (bytes) above which tokens are counted off the executor: ~1k tokens at ~4 bytes
+    /// a token. tiktoken counts about 8.6M o200k tokens a second on one core
+    /// (`cargo bench --bench precall`), so 1k tokens take ~0.1 ms, tokio's rule of thumb for the
+    /// longest stretch between two `.await`s; larger prompts would stall the executor (100k
+    /// tokens: ~12 ms).
+    pub const DEFAULT_OFFLOAD_COUNTING_ABOVE: usize = 4_096;
+
+    /// Defaults (see the type docs).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `enable_pre_call_checks`: the context-window, region and params checks together.
+    pub fn pre_call_checks(self, on: bool) -> Self {
+        self.context_window(on).region(on).params(on)
+    }
+
+    /// The context-window check.
+    pub fn context_window(mut self, on: bool) -> Self {
+        self.context_window = on;
+        self
+    }
+
+    /// The region check.
+    pub fn region(mut self, on: bool) -> Self {
+        self.region = on;
+        self
+    }
+
+    /// The params check.
+    pub fn params(mut self, on: bool) -> Self {
+        self.params = on;
+        self
+    }
+
+    /// `enable_tag_filtering`.
+    pub fn tag_filtering(mut self, on: bool) -> Self {
+        self.tags = on;
+        self
+    }
+
+    /// `tag_filtering_match_any` (default `true`).
+    pub fn tag_match_any(mut self, any: bool) -> Self {
+        self.tag_match_any = any;
+        self
+    }
+
+    /// Order tiers (default on).
+    pub fn order(mut self, on: bool) -> Self {
+        self.order = on;
+        self
+    }
+
+    /// `default_max_parallel_requests` (a limit of 0 admits nothing; the config reader refuses it).
+    pub fn default_max_parallel_requests(mut self, limit: Option<u32>) -> Self {
+        self.default_max_parallel_requests = limit;
+        self
+    }
+
+    /// `wait_for_parallel_slot`: the longest wait for a parallel-request slot (`None`: fail fast).
+    pub fn wait_for_parallel_slot(mut self, max: Option<Duration>) -> Self {
+        self.wait_for_parallel_slot = max;
+        self
+    }
+
+    /// Body size above which counting moves to a blocking thread.
+    pub fn offload_counting_above(mut self, bytes: usize) -> Self {
+        self.offload_counting_above = bytes;
+        self
+    }
+}

@@ -1,0 +1,207 @@
+use std::{
+    fmt,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use futures_util::future::BoxFuture;
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::{PreCallLayer, context, limits, order, parallel, params, region, tags};
+use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest};
+
+/// Drops the candidates an attempt cannot use before the select layer picks; see
+/// [`PreCallLayer`].
+pub struct PreCall<S> {
+    pub(crate) inner: S,
+    pub(crate) shared: PreCallLayer,
+}
+
+impl<S: Clone> Clone for PreCall<S> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), shared: self.shared.clone() }
+    }
+}
+
+impl<S: fmt::Debug> fmt::Debug for PreCall<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PreCall").field("inner", &self.inner).field("layer", &self.shared).finish()
+    }
+}
+
+impl<S> PreCall<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// Unwraps the inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, R> Service<R> for PreCall<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<RouteBody>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, mut req: R) -> Self::Future {
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let ctx = req.route_ctx_mut().ok_or_else(|| {
+                BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
+            })?;
+            check(&shared, ctx).await?;
+            inner.call(req).await.map_err(Into::into)
+        })
+    }
+}
+
+/// Runs every check on the attempt's candidates, in order, and records what the select layer
+/// must reserve. The check that removes the last candidates names the error.
+async fn check(shared: &PreCallLayer, ctx: &mut RouteCtx) -> Result<(), BoxError> {
+    let config = &*shared.config;
+    let mut list = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
+    let group = ctx.group.clone().expect("resolved with the candidates");
+    ctx.default_max_parallel_requests = config.default_max_parallel_requests;
+    let result = filter(shared, ctx, &group, &mut list).await;
+    ctx.candidates = Some(list);
+    result
+}
+
+async fn filter(
+    shared: &PreCallLayer,
+    ctx: &mut RouteCtx,
+    group: &Group,
+    list: &mut Vec<Arc<Deployment>>,
+) -> Result<(), BoxError> {
+    let config = &*shared.config;
+    if list.is_empty() {
+        // Nothing to filter: the select layer reports the empty group.
+        return Ok(());
+    }
+    let facts = ctx.facts();
+
+    // 1. Blocked deployments (the registry's candidates exclude them already; an outer layer's
+    //    list may not).
+    list.retain(|d| !d.blocked);
+    if list.is_empty() {
+        return Err(no_candidates(group, "every deployment is blocked"));
+    }
+
+    // 2. Tags.
+    if config.tags {
+        tags::filter(list, &facts.tags, config.tag_match_any);
+        if list.is_empty() {
+            return Err(tags::not_allowed(group, &facts.tags));
+        }
+    }
+
+    // 3. Region.
+    if config.region
+        && let Some(wanted) = facts.region.as_deref()
+    {
+        region::filter(list, wanted);
+        if list.is_empty() {
+            return Err(region::none_in(group, wanted));
+        }
+    }
+
+    // 4. Params.
+    if config.params && !facts.required_params.is_empty() {
+        params::filter(list, &facts.required_params);
+        if list.is_empty() {
+            return Err(params::unsupported(group, &facts.required_params));
+        }
+    }
+
+    // 5. Context window. The input-token count is made once per request, and only when a check
+    //    needs it: a declared window here, or a TPM limit below.
+    let needs_window = config.context_window && context::any_window(list);
+    let tokens = if needs_window || limits::any_tpm(list) {
+        context::input_tokens(facts, context::tokenizer_for(list), config.offload_counting_above).await
+    } else {
+        facts.input_tokens.get().copied()
+    };
+    if needs_window && let Some(n) = tokens {
+        let largest = context::filter(list, n);
+        if list.is_empty() {
+            return Err(context::exceeded(group, n, largest));
+        }
+    }
+    let tokens = tokens.unwrap_or(0);
+
+    // 6. RPM / TPM: one usage read; the select layer reserves one request and `tokens`.
+    ctx.reserve_tokens = tokens;
+    if limits::any_limit(list) {
+        let full = limits::filter(&shared.store, list, tokens).await?;
+        if list.is_empty() {
+            return Err(limits::all_limited(&shared.store, group, &full, tokens).await?);
+        }
+    }
+
+    // (Budgets slot in here: spend read once, over-budget deployments removed, their own error.)
+
+    // 7. Parallel requests, per replica; the select layer takes the slot.
+    let default = config.default_max_parallel_requests;
+    if parallel::any_limit(list, default) {
+        let full = parallel::filter(shared.store.local(), list, default);
+        if list.is_empty() {
+            let Some(max) = config.wait_for_parallel_slot else {
+                return Err(parallel::all_full(group, None));
+            };
+            let until = Instant::now() + max;
+            let until = ctx.deadline.map_or(until, |d| d.min(until));
+            *list = parallel::wait_for_slot(shared.store.local(), full, default, until).await;
+            if list.is_empty() {
+                return Err(parallel::all_full(group, Some(max)));
+            }
+        }
+    }
+
+    // (Affinity slots in here: narrow to the sticky deployment when it survived every check.)
+
+    // 8. Order tiers, last: a tier emptied by the checks above gives way to the next one.
+    if config.order {
+        order::filter(list);
+    }
+    Ok(())
+}
+
+fn no_candidates(group: &Group, why: &str) -> BoxError {
+    RouteError::new(RouteErrorKind::NoCandidates, format!("no deployment of `{}` can serve: {why}", group.name()))
+        .with_group(group.name().clone())
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<PreCallLayer>();
+        crate::assert_embeddable::<
+            PreCall<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>,
+        >();
+    }
+}
