@@ -206,8 +206,9 @@ async fn chat_completion_carries_routing_headers_and_the_request_id() {
     assert_eq!(answer.header("x-litellm-attempted-retries"), "0");
     assert_eq!(answer.header("x-switchyard-attempted-fallbacks"), "0");
     assert_eq!(answer.header("x-litellm-attempted-fallbacks"), "0");
+    // A number of milliseconds (its size is measured by the benchmarks, not asserted here).
     let overhead: f64 = answer.header("x-switchyard-overhead-ms").parse().expect("a number of milliseconds");
-    assert!((0.0..1000.0).contains(&overhead), "{overhead}");
+    assert!(overhead >= 0.0, "{overhead}");
 
     // Without a client id, one is made; the short path and the alias work too.
     let answer = send(&gw, post_json("/chat/completions", &chat_body("fast"))).await;
