@@ -122,7 +122,9 @@ where
     let per_request = ctx.facts().fallbacks.clone();
     // Every hop starts again from the request as it arrived, so nothing an inner layer set for
     // one group (candidates, exclusions, selection) leaks into the next.
-    let original = if disabled { None } else { req.try_clone_request() };
+    // No table and no per-request list: nothing can take over, so keep no copy.
+    let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
+    let original = if disabled || nowhere { None } else { req.try_clone_request() };
 
     let mut err = match inner.call(req).await {
         Ok(resp) => return Ok(with_hops(resp, base_hop)),

@@ -100,6 +100,14 @@ impl FallbackTables {
         (!default.is_empty()).then_some((FallbackTable::Default, default))
     }
 
+    /// Whether no table has any entry (then no call can fall back unless its request brings a list).
+    pub fn is_empty(&self) -> bool {
+        self.general.values().all(Vec::is_empty)
+            && self.context_window.values().all(Vec::is_empty)
+            && self.content_policy.values().all(Vec::is_empty)
+            && self.default.is_empty()
+    }
+
     /// Every group name the tables mention (keys and targets), for validation.
     pub fn mentioned(&self) -> impl Iterator<Item = &str> {
         [&self.general, &self.context_window, &self.content_policy]
