@@ -408,8 +408,6 @@ fn unknown_keys_are_warned_once_each_and_never_fail_the_load() {
         "general_settings.database_url",
         "general_settings.alerting",
         "include",
-        "model_list[3].litellm_params.max_budget",
-        "model_list[3].litellm_params.budget_duration",
         "litellm_settings.num_retries",
         "litellm_settings.request_timeout",
     ] {
@@ -748,4 +746,121 @@ fn a_parallel_request_limit_of_zero_is_rejected() {
     assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.default_max_parallel_requests", "must be >= 1");
     let yaml = "model_list:\n  - model_name: g\n    litellm_params: { model: openai/x, max_parallel_requests: 0 }\n";
     assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.max_parallel_requests", "must be >= 1");
+}
+
+// ---- budgets and affinity ------------------------------------------------------------------
+
+#[test]
+fn deployment_budgets_read_max_budget_and_budget_duration() {
+    let c = fixture();
+    let claude = &c.deployments[3];
+    assert_eq!(claude.max_budget, Some(100.0));
+    assert_eq!(claude.budget_duration, Some(Duration::from_secs(30 * 86_400)));
+
+    let yaml = "model_list:
+  - { model_name: a, litellm_params: { model: openai/x, max_budget: 2.5, budget_duration: 30m } }
+  - { model_name: b, litellm_params: { model: openai/y, max_budget: 1, budget_duration: 3600 } }
+  - { model_name: c, litellm_params: { model: openai/z, max_budget: 1 } }";
+    let c = load(yaml).expect("loads");
+    assert_eq!(
+        (c.deployments[0].max_budget, c.deployments[0].budget_duration),
+        (Some(2.5), Some(Duration::from_secs(1800)))
+    );
+    assert_eq!(c.deployments[1].budget_duration, Some(Duration::from_secs(3600)));
+    assert_eq!(c.deployments[2].max_budget, None, "no period, no budget (as in LiteLLM)");
+    assert!(
+        c.warnings
+            .iter()
+            .any(|w| w.contains("model_list[2].litellm_params.max_budget") && w.contains("budget_duration"))
+    );
+}
+
+#[test]
+fn bad_deployment_budgets_are_rejected_naming_the_path() {
+    let yaml = "model_list:\n  - { model_name: a, litellm_params: { model: openai/x, max_budget: -1, budget_duration: 1d } }\n";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.max_budget", "must be >= 0");
+    let yaml =
+        "model_list:\n  - { model_name: a, litellm_params: { model: openai/x, max_budget: 1, budget_duration: 1y } }\n";
+    assert_err(yaml, ConfigErrorKind::Invalid, "model_list[0].litellm_params.budget_duration", "got `1y`");
+}
+
+#[test]
+fn provider_budget_config_reads_litellm_and_alternate_names() {
+    let c = load(&format!(
+        "{}router_settings:
+  provider_budget_config:
+    openai: {{ budget_limit: 100, time_period: 1d }}
+    azure: {{ max_budget: 0.5, budget_duration: 30s }}
+    anthropic: {{ budget_limit: null, time_period: 1d }}
+",
+        models(&[("g", "openai/x")])
+    ))
+    .expect("loads");
+    let b = &c.settings.budgets;
+    let openai = b.provider_budget("openai").expect("openai budget");
+    assert_eq!((openai.limit, openai.period), (100.0, Duration::from_secs(86_400)));
+    let azure = b.provider_budget("azure").expect("azure budget");
+    assert_eq!((azure.limit, azure.period), (0.5, Duration::from_secs(30)));
+    assert!(b.provider_budget("anthropic").is_none(), "no limit: no budget, not a dropped provider");
+    assert!(c.warnings.iter().any(|w| w.contains("provider_budget_config.anthropic")), "{:#?}", c.warnings);
+    assert!(!c.warnings.iter().any(|w| w.contains("`router_settings.provider_budget_config`")));
+}
+
+#[test]
+fn bad_provider_budgets_are_rejected_naming_the_path() {
+    let m = models(&[("g", "openai/x")]);
+    let yaml = format!(
+        "{m}router_settings: {{ provider_budget_config: {{ openai: {{ budget_limit: -5, time_period: 1d }} }} }}\n"
+    );
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.provider_budget_config.openai.budget_limit", ">= 0");
+    let yaml = format!(
+        "{m}router_settings: {{ provider_budget_config: {{ openai: {{ budget_limit: 5, time_period: soon }} }} }}\n"
+    );
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.provider_budget_config.openai.time_period", "`soon`");
+    let yaml = format!("{m}router_settings: {{ provider_budget_config: {{ openai: {{ budget_limit: 5 }} }} }}\n");
+    assert_err(
+        &yaml,
+        ConfigErrorKind::Invalid,
+        "router_settings.provider_budget_config.openai.time_period",
+        "required",
+    );
+}
+
+#[test]
+fn deployment_affinity_is_off_by_default_and_read_in_both_spellings() {
+    let m = models(&[("g", "openai/x")]);
+    assert_eq!(load(&m).expect("loads").settings.affinity, None);
+
+    let c = load(&format!("{m}router_settings: {{ deployment_affinity: {{ ttl: 600, api_key: true }} }}\n"))
+        .expect("loads");
+    let a = c.settings.affinity.expect("on");
+    assert_eq!((a.ttl, a.by_session, a.by_api_key), (Duration::from_secs(600), true, true));
+
+    let c = load(&format!("{m}router_settings: {{ deployment_affinity: true }}\n")).expect("loads");
+    assert_eq!(c.settings.affinity.map(|a| (a.ttl.as_secs(), a.by_session, a.by_api_key)), Some((3600, true, false)));
+    assert_eq!(
+        load(&format!("{m}router_settings: {{ deployment_affinity: false }}\n")).expect("loads").settings.affinity,
+        None
+    );
+
+    // LiteLLM's newer flags.
+    let c = load(&format!(
+        "{m}router_settings: {{ optional_pre_call_checks: [session_affinity, prompt_caching], \
+         deployment_affinity_ttl_seconds: 120 }}\n"
+    ))
+    .expect("loads");
+    let a = c.settings.affinity.expect("on");
+    assert_eq!((a.ttl, a.by_session, a.by_api_key), (Duration::from_secs(120), true, false));
+    assert!(c.warnings.iter().any(|w| w.contains("optional_pre_call_checks.prompt_caching")), "{:#?}", c.warnings);
+}
+
+#[test]
+fn bad_affinity_settings_are_rejected_naming_the_path() {
+    let m = models(&[("g", "openai/x")]);
+    let yaml = format!("{m}router_settings: {{ deployment_affinity: {{ ttl: 0 }} }}\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.deployment_affinity.ttl", "> 0");
+    let yaml = format!("{m}router_settings: {{ deployment_affinity: {{ sticky: true }} }}\n");
+    assert_err(&yaml, ConfigErrorKind::Invalid, "router_settings.deployment_affinity.sticky", "unknown key");
+    let yaml = format!("{m}router_settings: {{ deployment_affinity: 5 }}\n");
+    assert_err(&yaml, ConfigErrorKind::Type, "router_settings.deployment_affinity", "must be true");
 }

@@ -81,6 +81,11 @@ pub struct RequestFacts {
     pub region: Option<String>,
     /// `metadata.session_id` (or the session header).
     pub session: Option<String>,
+    /// Who is calling: an API key or an opaque caller id (a 64-hex-digit value is taken as an
+    /// already-hashed key, LiteLLM's `user_api_key_hash`). Read by caller-key affinity, which only
+    /// ever keeps its sha256. The HTTP ingress does not set it; embedders that authenticate
+    /// callers can. Never shown by `Debug`.
+    pub caller: Option<crate::ApiKey>,
     /// Parameters the deployment must support (`response_format`, `tools`, ...).
     pub required_params: Vec<String>,
     /// Input tokens, counted at most once per request by whichever layer needs them first.
@@ -135,6 +140,12 @@ impl RequestFacts {
     /// Sets the session id.
     pub fn session(mut self, session: Option<String>) -> Self {
         self.session = session;
+        self
+    }
+
+    /// Sets the caller's key or id (see [`RequestFacts::caller`]).
+    pub fn caller(mut self, caller: Option<crate::ApiKey>) -> Self {
+        self.caller = caller;
         self
     }
 

@@ -96,6 +96,56 @@ pub(crate) fn to_timeout(n: Num, path: &str) -> Result<Duration, ConfigError> {
     Ok(d)
 }
 
+/// A budget period as LiteLLM writes it: `"30s"`, `"30m"`, `"1h"`, `"1d"`, `"1w"`, `"1mo"`
+/// (30 days), `"hourly"` / `"daily"` / `"weekly"` / `"monthly"`, or a number of seconds; > 0.
+pub(crate) fn to_period(value: &serde_json::Value, path: &str) -> Result<Duration, ConfigError> {
+    let bad = |got: &str| {
+        ConfigError::invalid(
+            path,
+            format!(
+                "must be a duration such as `30s`, `30m`, `1h`, `1d`, `1w`, `1mo` or a number of seconds, got {got}"
+            ),
+        )
+    };
+    let d = match value {
+        serde_json::Value::Number(n) => {
+            let n = n.as_f64().ok_or_else(|| bad(&n.to_string()))?;
+            if !(n.is_finite() && n >= 0.0) {
+                return Err(bad(&n.to_string()));
+            }
+            Duration::try_from_secs_f64(n).map_err(|_| bad(&n.to_string()))?
+        }
+        serde_json::Value::String(s) => {
+            let t = s.trim().to_ascii_lowercase();
+            let t = match t.as_str() {
+                "hourly" => "1h",
+                "daily" => "1d",
+                "weekly" => "1w",
+                "monthly" => "1mo",
+                other => other,
+            };
+            let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            let (digits, unit) = t.split_at(split);
+            let n: u64 = digits.parse().map_err(|_| bad(&format!("`{s}`")))?;
+            let unit_secs: u64 = match unit {
+                "" | "s" => 1,
+                "m" => 60,
+                "h" => 3_600,
+                "d" => 86_400,
+                "w" => 604_800,
+                "mo" => 30 * 86_400,
+                _ => return Err(bad(&format!("`{s}`"))),
+            };
+            Duration::from_secs(n.checked_mul(unit_secs).ok_or_else(|| bad(&format!("`{s}`")))?)
+        }
+        other => return Err(bad(&other.to_string())),
+    };
+    if d.is_zero() {
+        return Err(ConfigError::invalid(path, "must be longer than 0 seconds"));
+    }
+    Ok(d)
+}
+
 /// Applies `f` to `value` when set, naming `path` in its errors.
 pub(crate) fn opt<T>(
     value: Option<Num>,
@@ -109,11 +159,8 @@ pub(crate) fn opt<T>(
 
 /// `litellm_params` keys LiteLLM consumes itself that have no meaning for a provider call here;
 /// they are dropped with a warning rather than sent upstream as parameters.
-const DROPPED_PARAMS: [(&str, &str); 3] = [
-    ("max_budget", "deployment budgets are not supported yet"),
-    ("budget_duration", "deployment budgets are not supported yet"),
-    ("max_retries", "provider SDK retries are not used; retries are `num_retries`"),
-];
+const DROPPED_PARAMS: [(&str, &str); 1] =
+    [("max_retries", "provider SDK retries are not used; retries are `num_retries`")];
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
@@ -244,6 +291,22 @@ pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Resul
     if let Some(v) = opt(output_cost, || output_path, to_f64)? {
         b = b.output_cost_per_token(v);
     }
+    // Deployment budgets need both keys (LiteLLM ignores one without the other too).
+    let max_budget = opt(p.max_budget, || lp("max_budget"), to_f64)?;
+    let budget_duration =
+        p.budget_duration.filter(|v| !v.is_null()).map(|v| to_period(&v, &lp("budget_duration"))).transpose()?;
+    match (max_budget, budget_duration) {
+        (Some(limit), Some(period)) => b = b.max_budget(limit).budget_duration(period),
+        (Some(_), None) => w.once(
+            "model_list[].litellm_params.max_budget".to_owned(),
+            format!("`{}` is ignored: a deployment budget also needs `budget_duration`", lp("max_budget")),
+        ),
+        (None, Some(_)) => w.once(
+            "model_list[].litellm_params.budget_duration".to_owned(),
+            format!("`{}` is ignored: a deployment budget also needs `max_budget`", lp("budget_duration")),
+        ),
+        (None, None) => {}
+    }
     for (key, value) in p.extra {
         if let Some((_, why)) = DROPPED_PARAMS.iter().find(|(k, _)| *k == key) {
             w.ignored(format!("model_list[].litellm_params.{key}"), &lp(&key), why);
@@ -307,6 +370,24 @@ mod tests {
         let err = to_u64(Num::Int(-5), "model_list[2].litellm_params.rpm").map(|_| ()).unwrap_err();
         assert_eq!(err.to_string(), "model_list[2].litellm_params.rpm: must be >= 0, got -5");
         assert!(to_u64(Num::Float(2.5), "p").unwrap_err().to_string().contains("whole number"));
+    }
+
+    #[test]
+    fn budget_periods_read_litellm_durations() {
+        use serde_json::json;
+        let secs = |v: serde_json::Value| to_period(&v, "p").map(|d| d.as_secs()).ok();
+        assert_eq!(secs(json!("30s")), Some(30));
+        assert_eq!(secs(json!("30m")), Some(1_800));
+        assert_eq!(secs(json!("1h")), Some(3_600));
+        assert_eq!(secs(json!("1d")), Some(86_400));
+        assert_eq!(secs(json!("2w")), Some(1_209_600));
+        assert_eq!(secs(json!("1mo")), Some(2_592_000));
+        assert_eq!(secs(json!("daily")), Some(86_400));
+        assert_eq!(secs(json!("90")), Some(90));
+        assert_eq!(secs(json!(90)), Some(90));
+        for bad in [json!("1y"), json!("d"), json!("-1d"), json!(0), json!("0s"), json!(true), json!(-5)] {
+            assert!(to_period(&bad, "p").is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -45,6 +45,7 @@ use switchyard_layers::retry::RETRY_POLICY_FIELDS;
 use switchyard_layers::{
     ApiKey, Deployment,
     fallback::FallbackTables,
+    precall::{AffinityConfig, BudgetConfig},
     select::{RoutingGroups, RoutingStrategy, StrategyArgs},
     state::LatencyConfig,
 };
@@ -180,6 +181,13 @@ pub struct RouterSettings {
     /// One deadline for a whole call: retries, backoffs and fallbacks together (`deadline`,
     /// seconds, ours).
     pub deadline: Option<Duration>,
+    /// `provider_budget_config`: spend limits per provider (deployment budgets are on each
+    /// deployment: `max_budget` with `budget_duration`).
+    pub budgets: BudgetConfig,
+    /// Sticky routing (`deployment_affinity`, ours; or LiteLLM's `optional_pre_call_checks`
+    /// `session_affinity` / `deployment_affinity` with `deployment_affinity_ttl_seconds`); `None`
+    /// when off.
+    pub affinity: Option<AffinityConfig>,
 }
 
 impl RouterSettings {
@@ -216,6 +224,8 @@ impl Default for RouterSettings {
             cooldown_probe: None,
             wait_for_cooldown: None,
             deadline: None,
+            budgets: BudgetConfig::default(),
+            affinity: None,
         }
     }
 }

@@ -195,6 +195,9 @@ pub(crate) struct RawParams {
     pub(crate) num_retries: Option<Num>,
     pub(crate) input_cost_per_token: Option<Num>,
     pub(crate) output_cost_per_token: Option<Num>,
+    pub(crate) max_budget: Option<Num>,
+    /// `"1d"`, `"30m"`, ... or seconds.
+    pub(crate) budget_duration: Option<Value>,
     /// Every other key: a provider parameter.
     #[serde(flatten)]
     pub(crate) extra: Extra,
@@ -253,6 +256,13 @@ pub(crate) struct RawRouterSettings {
     pub(crate) retry_budget: Option<RawRetryBudget>,
     pub(crate) wait_for_cooldown: Option<Num>,
     pub(crate) deadline: Option<Num>,
+    /// `{provider: {budget_limit, time_period}}` (or `max_budget`, `budget_duration`).
+    pub(crate) provider_budget_config: Option<BTreeMap<String, Value>>,
+    /// Ours: `true`, or `{ttl, session, api_key}`.
+    pub(crate) deployment_affinity: Option<Value>,
+    /// LiteLLM's optional checks (`session_affinity`, `deployment_affinity`, ...).
+    pub(crate) optional_pre_call_checks: Option<Vec<String>>,
+    pub(crate) deployment_affinity_ttl_seconds: Option<Num>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }

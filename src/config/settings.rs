@@ -7,13 +7,14 @@ use serde_json::Value;
 use switchyard_layers::{
     ApiKey,
     cooldown::ProbeConfig,
+    precall::{AffinityConfig, Budget, BudgetConfig},
     select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
 };
 use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 
 use super::{
     Alias, Config, ConfigError, ConfigErrorKind, RedisSettings, RouterSettings,
-    convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_secs, to_timeout, to_u32, to_u64},
+    convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_period, to_secs, to_timeout, to_u32, to_u64},
     env::Env,
     raw::{Flag, Num, RawConfig, RawGeneralSettings, RawLitellmSettings, RawRouterSettings, RawStrategyArgs},
     validate::{self, Node, Sources, Table},
@@ -324,6 +325,9 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
     }
     c.settings.wait_for_cooldown = opt(rs.wait_for_cooldown, || at("wait_for_cooldown"), to_secs)?;
     c.settings.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
+    c.settings.budgets = provider_budgets(rs.provider_budget_config, &at("provider_budget_config"), w)?;
+    c.settings.affinity =
+        affinity(rs.deployment_affinity, rs.optional_pre_call_checks, rs.deployment_affinity_ttl_seconds, w)?;
     w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
     Ok(())
 }
@@ -442,6 +446,128 @@ fn cooldown_probe(value: Option<Value>, at: &str) -> Result<Option<ProbeConfig>,
         }
     }
     Ok(Some(probe))
+}
+
+/// `provider_budget_config: {provider: {budget_limit, time_period}}`; LiteLLM also accepts
+/// `max_budget` / `budget_duration` inside. An entry without a limit sets no budget (LiteLLM drops
+/// the provider's deployments instead, census §2.6 #46).
+fn provider_budgets(
+    raw: Option<BTreeMap<String, Value>>,
+    at: &str,
+    w: &mut Warnings,
+) -> Result<BudgetConfig, ConfigError> {
+    let mut budgets = BudgetConfig::new();
+    for (provider, entry) in raw.unwrap_or_default() {
+        let path = format!("{at}.{provider}");
+        let map = match entry {
+            Value::Null => serde_json::Map::new(),
+            Value::Object(map) => map,
+            _ => return Err(ConfigError::type_error(&path, "must be a mapping `{budget_limit, time_period}`")),
+        };
+        let mut limit = None;
+        let mut period = None;
+        for (key, v) in map {
+            let p = format!("{path}.{key}");
+            if v.is_null() {
+                continue;
+            }
+            match key.as_str() {
+                "budget_limit" | "max_budget" => {
+                    if limit.is_some() {
+                        return Err(ConfigError::invalid(&p, "set either `budget_limit` or `max_budget`"));
+                    }
+                    let n: Num =
+                        serde_json::from_value(v).map_err(|_| ConfigError::type_error(&p, "must be a number"))?;
+                    limit = Some(to_f64(n, &p)?);
+                }
+                "time_period" | "budget_duration" => {
+                    if period.is_some() {
+                        return Err(ConfigError::invalid(&p, "set either `time_period` or `budget_duration`"));
+                    }
+                    period = Some(to_period(&v, &p)?);
+                }
+                _ => w.ignored(p.clone(), &p, NOT_SUPPORTED),
+            }
+        }
+        match (limit, period) {
+            (Some(limit), Some(period)) => budgets = budgets.provider(provider, Budget::new(limit, period)),
+            (None, _) => {
+                w.once(path.clone(), format!("`{path}` sets no `budget_limit`: no budget applies to `{provider}`"))
+            }
+            (Some(_), None) => {
+                return Err(ConfigError::invalid(
+                    format!("{path}.time_period"),
+                    "is required with `budget_limit` (e.g. `1d`, `30m`)",
+                ));
+            }
+        }
+    }
+    Ok(budgets)
+}
+
+/// Ours: `deployment_affinity: true` or `{ttl, session, api_key}`; else LiteLLM's
+/// `optional_pre_call_checks` entries `session_affinity` / `deployment_affinity` (caller key),
+/// with `deployment_affinity_ttl_seconds`. Ours wins when both are set.
+fn affinity(
+    ours: Option<Value>,
+    checks: Option<Vec<String>>,
+    ttl: Option<Num>,
+    w: &mut Warnings,
+) -> Result<Option<AffinityConfig>, ConfigError> {
+    let at = "router_settings.deployment_affinity";
+    let ttl_path = "router_settings.deployment_affinity_ttl_seconds";
+    let checks_path = "router_settings.optional_pre_call_checks";
+    let (mut session, mut api_key) = (false, false);
+    for check in checks.unwrap_or_default() {
+        match check.as_str() {
+            "session_affinity" => session = true,
+            "deployment_affinity" => api_key = true,
+            // Budgets apply whenever they are configured.
+            "router_budget_limiting" => {}
+            other => {
+                let p = format!("{checks_path}.{other}");
+                w.ignored(p.clone(), &p, NOT_SUPPORTED);
+            }
+        }
+    }
+    let ttl = opt(ttl, || ttl_path.to_owned(), to_timeout)?;
+    let litellm = (session || api_key).then(|| {
+        AffinityConfig::new().by_session(session).by_api_key(api_key).ttl(ttl.unwrap_or(AffinityConfig::DEFAULT_TTL))
+    });
+    let map = match ours {
+        None | Some(Value::Null) => {
+            if litellm.is_none() && ttl.is_some() {
+                w.once(ttl_path.to_owned(), format!("`{ttl_path}` is ignored: no affinity is enabled"));
+            }
+            return Ok(litellm);
+        }
+        Some(Value::Object(map)) => Some(map),
+        Some(v) => match Flag::parse(&v) {
+            Some(true) => None,
+            Some(false) => return Ok(None),
+            None => return Err(ConfigError::type_error(at, "must be true, false or `{ttl, session, api_key}`")),
+        },
+    };
+    if litellm.is_some() || ttl.is_some() {
+        w.once(checks_path.to_owned(), format!("LiteLLM's affinity settings are ignored: `{at}` is set and wins"));
+    }
+    let mut config = AffinityConfig::new();
+    for (key, v) in map.unwrap_or_default() {
+        let path = format!("{at}.{key}");
+        match key.as_str() {
+            "ttl" => {
+                let n: Num =
+                    serde_json::from_value(v).map_err(|_| ConfigError::type_error(&path, "must be a number"))?;
+                config = config.ttl(to_timeout(n, &path)?);
+            }
+            "session" | "api_key" => {
+                let on = Flag::parse(&v).ok_or_else(|| ConfigError::type_error(&path, "must be true or false"))?;
+                config = if key == "session" { config.by_session(on) } else { config.by_api_key(on) };
+            }
+            _ => return Err(ConfigError::invalid(&path, "unknown key; valid: ttl, session, api_key")),
+        }
+    }
+    Ok((config.by_session || config.by_api_key).then_some(config))
 }
 
 /// Deployments of providers Switchyard does not serve natively (`anthropic/`, `bedrock/`, ...) are

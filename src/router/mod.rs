@@ -233,7 +233,8 @@ fn cooldown_config(config: &Config, hook: Option<CooldownHook>) -> Result<Cooldo
 }
 
 /// LiteLLM's switches: `enable_pre_call_checks` (context window, region, params) and
-/// `enable_tag_filtering`; limits, blocked deployments and order tiers always apply.
+/// `enable_tag_filtering`; limits, blocked deployments, budgets and order tiers always apply;
+/// affinity when configured.
 fn precall_config(config: &Config) -> PreCallConfig {
     let s = &config.settings;
     PreCallConfig::new()
@@ -242,6 +243,8 @@ fn precall_config(config: &Config) -> PreCallConfig {
         .tag_match_any(s.tag_filtering_match_any)
         .default_max_parallel_requests(s.default_max_parallel_requests)
         .wait_for_parallel_slot(s.wait_for_parallel_slot)
+        .budgets(s.budgets.clone())
+        .affinity(s.affinity)
 }
 
 fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {

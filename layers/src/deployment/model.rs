@@ -140,6 +140,13 @@ pub struct Deployment {
     pub input_cost_per_token: Option<f64>,
     /// Price of one output token.
     pub output_cost_per_token: Option<f64>,
+    /// Spend limit in USD per [`budget_duration`](Self::budget_duration) (`max_budget`); a
+    /// deployment whose spend reached it is skipped by the pre-call layer's budget check. Applies
+    /// only with a `budget_duration`.
+    pub max_budget: Option<f64>,
+    /// The period of [`max_budget`](Self::max_budget) (`budget_duration`): the spend resets this
+    /// long after the first spend of a period.
+    pub budget_duration: Option<Duration>,
     /// Context window for inputs.
     pub max_input_tokens: Option<u32>,
     /// Maximum completion tokens.
@@ -174,6 +181,8 @@ impl fmt::Debug for Deployment {
             .field("num_retries", &self.num_retries)
             .field("input_cost_per_token", &self.input_cost_per_token)
             .field("output_cost_per_token", &self.output_cost_per_token)
+            .field("max_budget", &self.max_budget)
+            .field("budget_duration", &self.budget_duration)
             .field("max_input_tokens", &self.max_input_tokens)
             .field("max_output_tokens", &self.max_output_tokens)
             .field("capabilities", &self.capabilities)
@@ -281,6 +290,8 @@ impl DeploymentBuilder {
                 num_retries: None,
                 input_cost_per_token: None,
                 output_cost_per_token: None,
+                max_budget: None,
+                budget_duration: None,
                 max_input_tokens: None,
                 max_output_tokens: None,
                 capabilities: Capabilities::default(),
@@ -345,6 +356,10 @@ impl DeploymentBuilder {
         input_cost_per_token: f64,
         /// Output token price.
         output_cost_per_token: f64,
+        /// Spend limit in USD per `budget_duration`.
+        max_budget: f64,
+        /// The budget period.
+        budget_duration: Duration,
         /// Context window.
         max_input_tokens: u32,
         /// Completion limit.
@@ -407,6 +422,7 @@ impl DeploymentBuilder {
             ("weight", d.weight),
             ("input_cost_per_token", d.input_cost_per_token),
             ("output_cost_per_token", d.output_cost_per_token),
+            ("max_budget", d.max_budget),
         ] {
             if let Some(v) = value
                 && !(v.is_finite() && v >= 0.0)
@@ -449,6 +465,14 @@ fn derive_id(d: &Deployment) -> DeploymentId {
     put("num_retries", &opt(d.num_retries.map(|v| v.to_string())));
     put("input_cost_per_token", &opt(d.input_cost_per_token.map(|v| v.to_string())));
     put("output_cost_per_token", &opt(d.output_cost_per_token.map(|v| v.to_string())));
+    // Added after the first release: hashed only when set, so the ids of deployments without a
+    // budget do not change.
+    if let Some(v) = d.max_budget {
+        put("max_budget", &v.to_string());
+    }
+    if let Some(v) = d.budget_duration {
+        put("budget_duration", &v.as_secs_f64().to_string());
+    }
     let mut params = String::new();
     canonical_json(&Value::Object(d.params.clone()), &mut params);
     put("params", &params);
@@ -489,5 +513,25 @@ fn canonical_json(v: &Value, out: &mut String) {
             out.push(']');
         }
         other => out.push_str(&other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_of_deployments_without_a_budget_did_not_change() {
+        // The id this deployment derived before budgets were added to `Deployment`.
+        let d = Deployment::builder("gpt-4o", "openai/gpt-4o").rpm(10).build().unwrap();
+        assert_eq!(d.id.as_str(), "98f9511818156b28be7f025d30055f0e");
+        let budgeted = Deployment::builder("gpt-4o", "openai/gpt-4o").rpm(10).max_budget(5.0).build().unwrap();
+        assert_ne!(budgeted.id, d.id);
+    }
+
+    #[test]
+    fn a_negative_budget_is_refused() {
+        let err = Deployment::builder("g", "openai/m").max_budget(-1.0).build().unwrap_err();
+        assert_eq!(err, DeploymentError::InvalidNumber { field: "max_budget", value: -1.0 });
     }
 }

@@ -1,5 +1,7 @@
 use std::time::Duration;
 
+use super::{AffinityConfig, BudgetConfig};
+
 /// Settings of the [`PreCallLayer`](super::PreCallLayer). `Default` is LiteLLM's default router.
 ///
 /// | check | default | LiteLLM switch |
@@ -9,6 +11,8 @@ use std::time::Duration;
 /// | region, params, context window | off | `enable_pre_call_checks` ([`pre_call_checks`](Self::pre_call_checks)) |
 /// | RPM / TPM, parallel requests | always | — (the select layer enforces them anyway) |
 /// | order tiers | on | newer LiteLLM applies `order` whatever `enable_pre_call_checks` says |
+/// | budgets | when a provider budget is set or a deployment has `max_budget` + `budget_duration` | `provider_budget_config` ([`budgets`](Self::budgets)) |
+/// | affinity | off | `session_affinity` / `deployment_affinity` ([`affinity`](Self::affinity)) |
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct PreCallConfig {
@@ -33,6 +37,10 @@ pub struct PreCallConfig {
     /// Bodies larger than this (bytes) are parsed and counted on a blocking thread, off the async
     /// executor (default 4 KB: about 1k tokens, ~0.1 ms of tiktoken time).
     pub offload_counting_above: usize,
+    /// Provider budgets (deployment budgets are read from each deployment).
+    pub budgets: BudgetConfig,
+    /// Sticky routing by session or caller key; `None`: off.
+    pub affinity: Option<AffinityConfig>,
 }
 
 impl Default for PreCallConfig {
@@ -47,6 +55,8 @@ impl Default for PreCallConfig {
             default_max_parallel_requests: None,
             wait_for_parallel_slot: None,
             offload_counting_above: Self::DEFAULT_OFFLOAD_COUNTING_ABOVE,
+            budgets: BudgetConfig::default(),
+            affinity: None,
         }
     }
 }
@@ -120,6 +130,18 @@ impl PreCallConfig {
     /// Body size above which counting moves to a blocking thread.
     pub fn offload_counting_above(mut self, bytes: usize) -> Self {
         self.offload_counting_above = bytes;
+        self
+    }
+
+    /// Provider budgets (`provider_budget_config`); deployment budgets need no setting.
+    pub fn budgets(mut self, budgets: BudgetConfig) -> Self {
+        self.budgets = budgets;
+        self
+    }
+
+    /// Sticky routing by session or caller key (`None`: off, the default).
+    pub fn affinity(mut self, affinity: Option<AffinityConfig>) -> Self {
+        self.affinity = affinity;
         self
     }
 }

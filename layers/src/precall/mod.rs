@@ -13,16 +13,25 @@
 //!    `max_input_tokens`;
 //! 6. **RPM / TPM**: deployments already at a limit in the sliding window (one state read); the
 //!    select layer reserves the request and the token estimate atomically on the one it picks;
-//! 7. **parallel requests**: deployments with `max_parallel_requests` in flight; the select layer
+//! 7. **budgets**: deployments whose provider or own spend reached its limit in the current
+//!    period (one state read);
+//! 8. **parallel requests**: deployments with `max_parallel_requests` in flight; the select layer
 //!    takes the slot, held until the response body ends;
-//! 8. **order**: only the lowest `order` tier of what is left.
+//! 9. **order**: only the lowest `order` tier of what is left;
+//! 10. **affinity** (when configured): the session's (or caller's) sticky deployment, if it
+//!     survived every check above.
+//!
+//! After a served attempt the layer records its spend when the body ends, and remembers the
+//! serving deployment for the session.
 //!
 //! When a check removes the last candidates it names the error: tags →
 //! [`NotAllowed`](crate::RouteErrorKind::NotAllowed) (403); context window →
 //! [`ContextWindowExceeded`](crate::RouteErrorKind::ContextWindowExceeded) (feeds
 //! `context_window_fallbacks`); RPM/TPM or parallel limits →
 //! [`RateLimited`](crate::RouteErrorKind::RateLimited), with the time until the first RPM/TPM
-//! slot frees (general fallbacks, Retry-After); blocked, region and params →
+//! slot frees (general fallbacks, Retry-After); budgets →
+//! [`BudgetExceeded`](crate::RouteErrorKind::BudgetExceeded), with the time until a budget
+//! resets (general fallbacks); blocked, region and params →
 //! [`NoCandidates`](crate::RouteErrorKind::NoCandidates) naming the rule. Because the context
 //! window is checked before the limits, a deployment that fits the prompt but is at its limit
 //! makes the call rate limited, as in LiteLLM (rate limit wins over context window).
@@ -57,6 +66,8 @@
 //! # Ok(()) }
 //! ```
 
+mod affinity;
+mod budget;
 mod config;
 mod context;
 mod layer;
@@ -69,6 +80,8 @@ mod service;
 mod tags;
 mod tokens;
 
+pub use affinity::AffinityConfig;
+pub use budget::{Budget, BudgetConfig};
 pub use config::PreCallConfig;
 pub use layer::PreCallLayer;
 pub use service::PreCall;

@@ -8,8 +8,8 @@ use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 use tower_service::Service;
 
-use super::{PreCallLayer, context, limits, order, parallel, params, region, tags};
-use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest};
+use super::{PreCallLayer, affinity, budget, context, limits, order, parallel, params, region, tags};
+use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
@@ -70,15 +70,39 @@ where
             let ctx = req.route_ctx_mut().ok_or_else(|| {
                 BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
             })?;
-            check(&shared, ctx).await?;
-            inner.call(req).await.map_err(Into::into)
+            let after = check(&shared, ctx).await?;
+            let mut resp = inner.call(req).await.map_err(Into::into)?;
+            after.served(&shared, &mut resp).await;
+            Ok(resp)
         })
+    }
+}
+
+/// What the layer does once the attempt is served.
+#[derive(Default)]
+struct AfterCall {
+    /// The candidates a budget applies to (the served one is among them): its spend is recorded
+    /// when the body ends.
+    budgeted: Vec<Arc<Deployment>>,
+    /// The affinity key to point at the serving deployment.
+    sticky: Option<String>,
+}
+
+impl AfterCall {
+    async fn served(self, shared: &PreCallLayer, resp: &mut http::Response<RouteBody>) {
+        let Some(id) = resp.extensions().get::<Served>().map(|s| s.deployment.clone()) else { return };
+        if let Some(d) = self.budgeted.into_iter().find(|d| d.id == id) {
+            budget::account(resp.body_mut(), shared.store.clone(), &shared.config.budgets, d);
+        }
+        if let (Some(key), Some(a)) = (self.sticky, shared.config.affinity) {
+            affinity::remember(&shared.store, &key, &id, a.ttl).await;
+        }
     }
 }
 
 /// Runs every check on the attempt's candidates, in order, and records what the select layer
 /// must reserve. The check that removes the last candidates names the error.
-async fn check(shared: &PreCallLayer, ctx: &mut RouteCtx) -> Result<(), BoxError> {
+async fn check(shared: &PreCallLayer, ctx: &mut RouteCtx) -> Result<AfterCall, BoxError> {
     let config = &*shared.config;
     let mut list = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
     let group = ctx.group.clone().expect("resolved with the candidates");
@@ -93,11 +117,12 @@ async fn filter(
     ctx: &mut RouteCtx,
     group: &Group,
     list: &mut Vec<Arc<Deployment>>,
-) -> Result<(), BoxError> {
+) -> Result<AfterCall, BoxError> {
     let config = &*shared.config;
+    let mut after = AfterCall::default();
     if list.is_empty() {
         // Nothing to filter: the select layer reports the empty group.
-        return Ok(());
+        return Ok(after);
     }
     let facts = ctx.facts();
 
@@ -159,9 +184,17 @@ async fn filter(
         }
     }
 
-    // (Budgets slot in here: spend read once, over-budget deployments removed, their own error.)
+    // 7. Budgets: one spend read for the keys the candidates need; the served attempt's cost is
+    //    added when its body ends.
+    if budget::any_budget(&config.budgets, list) {
+        let dropped = budget::filter(&shared.store, &config.budgets, list).await?;
+        if list.is_empty() {
+            return Err(budget::exceeded(group, &dropped));
+        }
+        after.budgeted = list.clone();
+    }
 
-    // 7. Parallel requests, per replica; the select layer takes the slot.
+    // 8. Parallel requests, per replica; the select layer takes the slot.
     let default = config.default_max_parallel_requests;
     if parallel::any_limit(list, default) {
         let full = parallel::filter(shared.store.local(), list, default);
@@ -178,13 +211,21 @@ async fn filter(
         }
     }
 
-    // (Affinity slots in here: narrow to the sticky deployment when it survived every check.)
-
-    // 8. Order tiers, last: a tier emptied by the checks above gives way to the next one.
+    // 9. Order tiers: a tier emptied by the checks above gives way to the next one.
     if config.order {
         order::filter(list);
     }
-    Ok(())
+
+    // 10. Affinity, after every check (order tiers included, so a session that failed over to a
+    //     lower tier returns to the primary once it serves again): narrow to the sticky
+    //     deployment when it is still a candidate, else leave the pick to the strategy.
+    if let Some(a) = &config.affinity
+        && let Some(key) = affinity::key(a, group, ctx.facts())
+    {
+        affinity::narrow(&shared.store, &key, list).await?;
+        after.sticky = Some(key);
+    }
+    Ok(after)
 }
 
 fn no_candidates(group: &Group, why: &str) -> BoxError {

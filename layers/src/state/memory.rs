@@ -6,7 +6,8 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, StoreConfig, WindowUsage,
+    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreConfig,
+    WindowUsage,
     window::{Pair, SlidingWindow},
 };
 use crate::DeploymentId;
@@ -43,6 +44,12 @@ struct Spend {
 }
 
 #[derive(Debug)]
+struct Sticky {
+    id: DeploymentId,
+    until: Instant,
+}
+
+#[derive(Debug)]
 pub(super) struct MemoryBackend {
     base: Instant,
     config: StoreConfig,
@@ -50,6 +57,7 @@ pub(super) struct MemoryBackend {
     usage: super::IdMap<SlidingWindow>,
     outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
+    affinity: DashMap<Arc<str>, Sticky>,
 }
 
 impl MemoryBackend {
@@ -61,6 +69,7 @@ impl MemoryBackend {
             usage: super::IdMap::default(),
             outcomes: super::IdMap::default(),
             spend: DashMap::new(),
+            affinity: DashMap::new(),
         }
     }
 
@@ -247,5 +256,67 @@ impl MemoryBackend {
     pub(super) fn spend(&self, key: &str) -> f64 {
         let now = Instant::now();
         self.spend.get(key).filter(|s| now.saturating_duration_since(s.started) < s.period).map_or(0.0, |s| s.total)
+    }
+
+    pub(super) fn spend_state(&self, key: &str) -> SpendState {
+        let now = Instant::now();
+        self.spend
+            .get(key)
+            .and_then(|s| {
+                let resets_in = (s.started + s.period).checked_duration_since(now).filter(|d| !d.is_zero())?;
+                Some(SpendState { total: s.total, resets_in: Some(resets_in) })
+            })
+            .unwrap_or_default()
+    }
+
+    pub(super) fn affinity(&self, key: &str) -> Option<DeploymentId> {
+        let now = Instant::now();
+        if let Some(s) = self.affinity.get(key)
+            && s.until > now
+        {
+            return Some(s.id.clone());
+        }
+        self.affinity.remove_if(key, |_, s| s.until <= now);
+        None
+    }
+
+    pub(super) fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) {
+        let now = Instant::now();
+        let until = now + ttl;
+        if let Some(mut s) = self.affinity.get_mut(key) {
+            *s = Sticky { id: id.clone(), until };
+            return;
+        }
+        let cap = self.config.affinity_capacity.max(1);
+        if self.affinity.len() >= cap {
+            self.evict_affinity(now, cap);
+        }
+        self.affinity.insert(Arc::from(key), Sticky { id: id.clone(), until });
+    }
+
+    /// Makes room below `cap`: drops expired entries, then, if still full, the tenth of the
+    /// entries closest to expiry (so a full map pays this O(n) pass once per `cap / 10` inserts).
+    fn evict_affinity(&self, now: Instant, cap: usize) {
+        self.affinity.retain(|_, s| s.until > now);
+        if self.affinity.len() < cap {
+            return;
+        }
+        let mut deadlines: Vec<Instant> = self.affinity.iter().map(|e| e.value().until).collect();
+        let drop = (cap / 10).max(1).min(deadlines.len());
+        let (_, cut, _) = deadlines.select_nth_unstable(drop - 1);
+        let cut = *cut;
+        let mut left = drop;
+        self.affinity.retain(|_, s| {
+            if left > 0 && s.until <= cut {
+                left -= 1;
+                return false;
+            }
+            true
+        });
+    }
+
+    #[cfg(test)]
+    pub(super) fn affinity_len(&self) -> usize {
+        self.affinity.len()
     }
 }

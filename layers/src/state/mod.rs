@@ -51,6 +51,9 @@ pub struct StoreConfig {
     pub resolution: Duration,
     /// Latency sample settings.
     pub latency: LatencyConfig,
+    /// Most affinity entries kept (100,000): past it, expired entries are swept, then the tenth
+    /// of the entries closest to expiry is evicted.
+    pub affinity_capacity: usize,
 }
 
 impl Default for StoreConfig {
@@ -60,6 +63,7 @@ impl Default for StoreConfig {
             outcome_window: Duration::from_secs(60),
             resolution: Duration::from_millis(10),
             latency: LatencyConfig::default(),
+            affinity_capacity: 100_000,
         }
     }
 }
@@ -189,6 +193,16 @@ pub enum Admission {
         /// Time until the window has room for this request.
         retry_in: Duration,
     },
+}
+
+/// The spend under one key in its current period.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SpendState {
+    /// Spent so far in the period (0 when no period is running).
+    pub total: f64,
+    /// Time until the period ends and the spend resets; `None` when no period is running.
+    pub resets_in: Option<Duration>,
 }
 
 /// A backend failure (Redis unreachable, timeout, ...). The memory backend never fails.
@@ -384,10 +398,47 @@ impl StateStore {
         }
     }
 
+    /// Like [`add_spend`](Self::add_spend), off the request path: applied inline in memory,
+    /// queued for a background writer on a networked backend. Used by end-of-body hooks, which
+    /// cannot wait.
+    pub fn add_spend_detached(&self, key: &str, amount: f64, period: Duration) {
+        match &self.backend {
+            Backend::Memory(m) => {
+                m.add_spend(key, amount, period);
+            }
+        }
+    }
+
     /// The spend under `key` in its current period.
     pub async fn spend(&self, key: &str) -> Result<f64, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.spend(key)),
+        }
+    }
+
+    /// The spend under each of `keys` and when its period ends, in the same order (one read for
+    /// many keys).
+    pub async fn spends(&self, keys: &[&str]) -> Result<Vec<SpendState>, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(keys.iter().map(|k| m.spend_state(k)).collect()),
+        }
+    }
+
+    /// The deployment `key` sticks to, unless its entry expired (an expired entry is dropped).
+    pub async fn affinity(&self, key: &str) -> Result<Option<DeploymentId>, StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => Ok(m.affinity(key)),
+        }
+    }
+
+    /// Makes `key` stick to `id` for `ttl` from now (replacing and refreshing any earlier entry).
+    /// The number of entries is bounded by [`StoreConfig::affinity_capacity`].
+    pub async fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Memory(m) => {
+                m.set_affinity(key, id, ttl);
+                Ok(())
+            }
         }
     }
 }
@@ -491,5 +542,43 @@ mod tests {
         tokio::time::advance(Duration::from_secs(11)).await;
         assert_eq!(store.spend("p:openai").await.unwrap(), 0.0);
         assert_eq!(store.add_spend("p:openai", 0.5, Duration::from_secs(10)).await.unwrap(), 0.5);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn spends_report_when_the_period_ends() {
+        let store = StateStore::memory();
+        store.add_spend_detached("k", 2.0, Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(4)).await;
+        let read = store.spends(&["k", "none"]).await.unwrap();
+        assert_eq!(read[0], SpendState { total: 2.0, resets_in: Some(Duration::from_secs(6)) });
+        assert_eq!(read[1], SpendState::default());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn affinity_expires_and_refreshes() {
+        let store = StateStore::memory();
+        let ttl = Duration::from_secs(10);
+        store.set_affinity("s", &DeploymentId::from("a"), ttl).await.unwrap();
+        tokio::time::advance(Duration::from_secs(9)).await;
+        assert_eq!(store.affinity("s").await.unwrap(), Some(DeploymentId::from("a")));
+        store.set_affinity("s", &DeploymentId::from("a"), ttl).await.unwrap();
+        tokio::time::advance(Duration::from_secs(9)).await;
+        assert_eq!(store.affinity("s").await.unwrap(), Some(DeploymentId::from("a")), "refreshed");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(store.affinity("s").await.unwrap(), None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn affinity_entries_are_bounded() {
+        let config = StoreConfig { affinity_capacity: 20, ..StoreConfig::default() };
+        let store = StateStore::memory_with(config);
+        for i in 0..100u64 {
+            // Later keys live longer, so eviction takes the oldest first.
+            store.set_affinity(&format!("k{i}"), &DeploymentId::from("a"), Duration::from_secs(100 + i)).await.unwrap();
+        }
+        let Backend::Memory(m) = &store.backend;
+        assert!(m.affinity_len() <= 20);
+        assert_eq!(store.affinity("k99").await.unwrap(), Some(DeploymentId::from("a")));
+        assert_eq!(store.affinity("k0").await.unwrap(), None);
     }
 }
