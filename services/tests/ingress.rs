@@ -349,3 +349,23 @@ async fn the_ingress_serves_inside_an_axum_router() {
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     server.abort();
 }
+
+#[tokio::test]
+async fn a_session_header_and_the_callers_key_feed_affinity_without_leaking_the_key() {
+    let (app, seen) = recording(1024);
+    let mut req = post("/v1/chat/completions", CHAT);
+    req.headers_mut().insert("x-session-id", "sess-7".parse().expect("header"));
+    req.headers_mut().insert("authorization", "Bearer sk-caller-secret-123".parse().expect("header"));
+    assert_eq!(send(app.clone(), req).await.status(), StatusCode::OK);
+    let body = r#"{"model":"gpt-4o","messages":[],"metadata":{"session_id":"from-body"}}"#;
+    let mut req = post("/v1/chat/completions", body);
+    req.headers_mut().insert("x-session-id", "sess-7".parse().expect("header"));
+    assert_eq!(send(app, req).await.status(), StatusCode::OK);
+    let seen = seen.lock();
+    let facts = ctx(&seen[0]).facts();
+    assert_eq!(facts.session.as_deref(), Some("sess-7"));
+    assert_eq!(facts.caller.as_ref().map(|k| k.expose()), Some("sk-caller-secret-123"));
+    assert!(!format!("{facts:?}").contains("sk-caller-secret"), "the key never reaches Debug output");
+    assert_eq!(ctx(&seen[1]).facts().session.as_deref(), Some("from-body"), "the body's session wins");
+    assert!(ctx(&seen[1]).facts().caller.is_none());
+}

@@ -6,7 +6,7 @@ use http::{HeaderMap, Method, header};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
-use switchyard_layers::{BoxError, RouteCtx, ctx::Endpoint};
+use switchyard_layers::{ApiKey, BoxError, RouteCtx, ctx::Endpoint};
 
 use super::IngressError;
 use crate::openai::facts_from_json;
@@ -49,8 +49,30 @@ where
             None => return Err(err.into()),
         },
     };
-    parts.extensions.insert(RouteCtx::with_facts(model, facts.with_body(body.clone())));
+    let mut facts = facts.with_body(body.clone());
+    if facts.session.is_none() {
+        facts.session = header_text(&parts.headers, SESSION_HEADER).map(str::to_owned);
+    }
+    facts.caller = caller_key(&parts.headers).map(ApiKey::new);
+    parts.extensions.insert(RouteCtx::with_facts(model, facts));
     Ok(http::Request::from_parts(parts, body))
+}
+
+/// The header a client may name its session with when the body has no `metadata.session_id`.
+pub(super) const SESSION_HEADER: &str = "x-session-id";
+
+fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name)?.to_str().ok().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The caller's own key (`Authorization: Bearer`, `api-key`, `x-api-key`), for key affinity only:
+/// it is never forwarded upstream and never logged (`ApiKey` masks it).
+fn caller_key(headers: &HeaderMap) -> Option<&str> {
+    header_text(headers, "authorization")
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .or_else(|| header_text(headers, "api-key"))
+        .or_else(|| header_text(headers, "x-api-key"))
 }
 
 /// The endpoint named by the end of `path`, so any prefix (`/v1`, `/openai/deployments/{name}`,
