@@ -46,6 +46,30 @@ pub use error::{BoxError, RouteError, RouteErrorKind};
 pub use outcome::Outcome;
 pub use state::StateStore;
 
+/// `get_ref`, `get_mut` and `into_inner` for a service wrapping `inner: S` (tower's convention).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! inner_accessors {
+    ($service:ident) => {
+        impl<S> $service<S> {
+            /// The inner service.
+            pub fn get_ref(&self) -> &S {
+                &self.inner
+            }
+
+            /// The inner service, mutably.
+            pub fn get_mut(&mut self) -> &mut S {
+                &mut self.inner
+            }
+
+            /// Unwraps the inner service.
+            pub fn into_inner(self) -> S {
+                self.inner
+            }
+        }
+    };
+}
+
 /// Compile-time check that a layer and its service can be embedded in axum (or any host that
 /// clones services per request and moves futures across threads).
 #[cfg(test)]

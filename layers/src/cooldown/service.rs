@@ -27,6 +27,8 @@ pub struct Cooldown<S> {
     pub(crate) shared: CooldownLayer,
 }
 
+crate::inner_accessors!(Cooldown);
+
 impl<S: Clone> Clone for Cooldown<S> {
     fn clone(&self) -> Self {
         Self { inner: self.inner.clone(), shared: self.shared.clone() }
@@ -36,23 +38,6 @@ impl<S: Clone> Clone for Cooldown<S> {
 impl<S: fmt::Debug> fmt::Debug for Cooldown<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cooldown").field("inner", &self.inner).field("layer", &self.shared).finish()
-    }
-}
-
-impl<S> Cooldown<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 }
 

@@ -28,6 +28,8 @@ pub struct Fallback<S> {
     shared: Arc<Shared>,
 }
 
+crate::inner_accessors!(Fallback);
+
 impl<S: fmt::Debug> fmt::Debug for Fallback<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fallback")
@@ -46,21 +48,6 @@ impl<S: Clone> Clone for Fallback<S> {
 impl<S> Fallback<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
         Self { inner, shared }
-    }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 }
 

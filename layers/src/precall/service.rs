@@ -18,6 +18,8 @@ pub struct PreCall<S> {
     pub(crate) shared: PreCallLayer,
 }
 
+crate::inner_accessors!(PreCall);
+
 impl<S: Clone> Clone for PreCall<S> {
     fn clone(&self) -> Self {
         Self { inner: self.inner.clone(), shared: self.shared.clone() }
@@ -27,23 +29,6 @@ impl<S: Clone> Clone for PreCall<S> {
 impl<S: fmt::Debug> fmt::Debug for PreCall<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PreCall").field("inner", &self.inner).field("layer", &self.shared).finish()
-    }
-}
-
-impl<S> PreCall<S> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Retry<S> {
     rng: Option<SmallRng>,
 }
 
+crate::inner_accessors!(Retry);
+
 impl<S: fmt::Debug> fmt::Debug for Retry<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.layer).finish()
@@ -52,21 +54,6 @@ impl<S: Clone> Clone for Retry<S> {
 impl<S> Retry<S> {
     pub(crate) fn new(inner: S, layer: RetryLayer) -> Self {
         Self { inner, layer, rng: None }
-    }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 }
 

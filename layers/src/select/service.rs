@@ -31,6 +31,8 @@ pub struct Select<S> {
     rng: Option<SmallRng>,
 }
 
+crate::inner_accessors!(Select);
+
 impl<S: fmt::Debug> fmt::Debug for Select<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Select").field("inner", &self.inner).field("layer", &self.shared).finish()
@@ -46,21 +48,6 @@ impl<S: Clone> Clone for Select<S> {
 impl<S> Select<S> {
     pub(crate) fn new(inner: S, shared: SelectLayer) -> Self {
         Self { inner, shared, rng: None }
-    }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 }
 

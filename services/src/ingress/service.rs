@@ -31,6 +31,8 @@ pub struct Ingress<S> {
     ready_error: Option<BoxError>,
 }
 
+switchyard_layers::inner_accessors!(Ingress);
+
 impl<S: fmt::Debug> fmt::Debug for Ingress<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Ingress").field("inner", &self.inner).field("layer", &self.layer).finish_non_exhaustive()
@@ -50,21 +52,6 @@ impl<S> Ingress<S> {
     pub fn new(inner: S, layer: IngressLayer) -> Self {
         let rng = layer.seeds.rng();
         Self { inner, layer, rng, ready_error: None }
-    }
-
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
     }
 
     /// The request's `x-request-id`, set to a fresh random one when it has none.
