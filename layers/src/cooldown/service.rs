@@ -245,27 +245,38 @@ where
     S: Service<R, Response = http::Response<RouteBody>>,
     S::Error: Into<BoxError>,
 {
-    let config = &*shared.config;
     let store = &shared.store;
     let probing = claim.as_ref().and_then(|c| c.id.clone());
     match inner.call(req).await.map_err(Into::into) {
         Ok(mut resp) => {
             let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
             if let Some(id) = served {
-                store.record_outcome(&id, true).await?;
-                if probing.as_ref() == Some(&id) {
-                    store.clear_cooldown(&id).await?;
-                    if let Some(c) = &mut claim {
-                        c.settle();
-                    }
-                    emit(
-                        config.hook.as_ref(),
-                        CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
-                    );
+                let recovered = probing.as_ref() == Some(&id);
+                if recovered && let Some(c) = &mut claim {
+                    c.settle();
                 }
                 if stream {
-                    watch_stream_end(resp.body_mut(), shared.clone(), group, id);
+                    watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
                 }
+                // Counting the success (and closing a probe) is bookkeeping: the answer does not wait.
+                let shared = shared.clone();
+                store.run_bookkeeping(async move {
+                    let store = &shared.store;
+                    let done = async {
+                        store.record_outcome(&id, true).await?;
+                        if recovered {
+                            store.clear_cooldown(&id).await?;
+                            emit(
+                                shared.config.hook.as_ref(),
+                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                            );
+                        }
+                        Ok::<_, BoxError>(())
+                    };
+                    if let Err(e) = done.await {
+                        tracing::warn!(error = %e, "could not record a success");
+                    }
+                });
             }
             Ok(resp)
         }
@@ -275,7 +286,14 @@ where
                 if was_probe && let Some(c) = &mut claim {
                     c.settle();
                 }
-                on_failure(store, config, &group, failure, was_probe).await?;
+                // The cooldown rules run off the request path: the error goes back at once (the
+                // retry layer never picks the failed deployment again in this call).
+                let shared = shared.clone();
+                store.run_bookkeeping(async move {
+                    if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, was_probe).await {
+                        tracing::warn!(error = %e, "could not record a failure");
+                    }
+                });
             }
             Err(err)
         }

@@ -58,6 +58,8 @@ pub(super) struct MemoryBackend {
     outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
     affinity: DashMap<Arc<str>, Sticky>,
+    /// Bumped whenever a cooldown is set, changed or lifted (not when one simply runs out).
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 impl MemoryBackend {
@@ -70,7 +72,36 @@ impl MemoryBackend {
             outcomes: super::IdMap::default(),
             spend: DashMap::new(),
             affinity: DashMap::new(),
+            changes: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    pub(super) fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Stores a cooldown record as another replica (or the Redis server) reports it.
+    #[cfg(feature = "redis")]
+    pub(super) fn put_bench(
+        &self,
+        id: &DeploymentId,
+        cooldown: Cooldown,
+        half_open: bool,
+        probe_until: Option<Instant>,
+    ) {
+        self.benches.insert(id.clone(), Bench { cooldown, half_open, probe_until });
+        self.changed();
+    }
+
+    /// Every cooldown still running (deadline ahead), for pushing to Redis after an outage.
+    #[cfg(feature = "redis")]
+    pub(super) fn running_cooldowns(&self) -> Vec<(DeploymentId, Cooldown)> {
+        let now = Instant::now();
+        self.benches.iter().filter(|b| b.cooldown.until > now).map(|b| (b.key().clone(), b.cooldown.clone())).collect()
     }
 
     fn window(&self, span: Duration) -> SlidingWindow {
@@ -145,7 +176,10 @@ impl MemoryBackend {
         entry.cooldown.strikes = if growth.is_some() { strikes.saturating_add(1) } else { 0 };
         entry.half_open = growth.is_some();
         entry.probe_until = None;
-        entry.cooldown.clone()
+        let cooldown = entry.cooldown.clone();
+        drop(entry);
+        self.changed();
+        cooldown
     }
 
     pub(super) fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
@@ -154,6 +188,8 @@ impl MemoryBackend {
         match b.state(now) {
             CooldownState::HalfOpen { probing: false, .. } => {
                 b.probe_until = Some(now + hold);
+                drop(b);
+                self.changed();
                 true
             }
             _ => false,
@@ -163,12 +199,18 @@ impl MemoryBackend {
     pub(super) fn release_probe(&self, id: &DeploymentId) {
         if let Some(mut b) = self.benches.get_mut(id) {
             b.probe_until = None;
+            drop(b);
+            self.changed();
         }
     }
 
     pub(super) fn clear_cooldown(&self, id: &DeploymentId) -> bool {
         let now = Instant::now();
-        self.benches.remove(id).is_some_and(|(_, b)| b.state(now) != CooldownState::Available)
+        let removed = self.benches.remove(id);
+        if removed.is_some() {
+            self.changed();
+        }
+        removed.is_some_and(|(_, b)| b.state(now) != CooldownState::Available)
     }
 
     pub(super) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
@@ -198,7 +240,7 @@ impl MemoryBackend {
         let Pair { a, b } = w.totals(now);
         if limits.admits(WindowUsage { requests: a, tokens: b }, tokens) {
             let tick = w.add(now, 1, tokens);
-            return Admission::Admitted(Reservation { id: id.clone(), tick, tokens });
+            return Admission::Admitted(Reservation { id: id.clone(), tick, tokens, remote: false });
         }
         Admission::Full { retry_in: self.wait_for_room(&mut w, now, limits, tokens) }
     }

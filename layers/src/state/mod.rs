@@ -24,6 +24,8 @@
 
 mod local;
 mod memory;
+#[cfg(feature = "redis")]
+mod redis;
 mod window;
 
 /// A concurrent map keyed by deployment id with a fast non-cryptographic hasher (ids are not
@@ -34,6 +36,8 @@ use std::{fmt, sync::Arc, time::Duration};
 
 pub use local::{InFlightGuard, LatencyConfig, LocalState, SlotWatch};
 use memory::MemoryBackend;
+#[cfg(feature = "redis")]
+pub use redis::{RedisConfig, RedisStats, Topology};
 use tokio::time::Instant;
 
 use crate::DeploymentId;
@@ -169,6 +173,9 @@ pub struct Reservation {
     id: DeploymentId,
     tick: u64,
     tokens: u64,
+    /// Taken in the shared (Redis) window rather than this replica's.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    remote: bool,
 }
 
 impl Reservation {
@@ -226,9 +233,13 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+// One store per process, behind an `Arc`: the size difference does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 enum Backend {
     Memory(MemoryBackend),
+    #[cfg(feature = "redis")]
+    Redis(redis::RedisBackend),
 }
 
 /// Everything routing remembers. Share it as `Arc<StateStore>` between layers (and, with the
@@ -256,39 +267,142 @@ impl StateStore {
         Self { backend: Backend::Memory(MemoryBackend::new(config)), local: LocalState::new(config.latency) }
     }
 
+    /// The Redis store with default settings; see [`redis_with`](Self::redis_with).
+    #[cfg(feature = "redis")]
+    pub fn redis(redis: RedisConfig) -> Result<Self, StoreError> {
+        Self::redis_with(redis, StoreConfig::default())
+    }
+
+    /// The Redis store: shared by every replica that uses the same Redis and namespace.
+    ///
+    /// Call it inside a Tokio runtime: it starts its background tasks (connection, pub/sub, the
+    /// writer), which stop when the store is dropped. It fails only on invalid settings; an
+    /// unreachable Redis means the degraded mode (local state) until it answers, so a gateway
+    /// starts even when Redis does not. [`ready`](Self::ready) waits for the connection.
+    ///
+    /// ```no_run
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use switchyard_layers::{StateStore, state::RedisConfig};
+    ///
+    /// let store = StateStore::redis(RedisConfig::new("redis://127.0.0.1:6379").namespace("gw"))?;
+    /// store.ready().await;
+    /// assert!(!store.is_degraded());
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "redis")]
+    pub fn redis_with(redis: RedisConfig, config: StoreConfig) -> Result<Self, StoreError> {
+        Ok(Self {
+            backend: Backend::Redis(redis::RedisBackend::start(redis, config)?),
+            local: LocalState::new(config.latency),
+        })
+    }
+
     /// Per-replica state (in flight, latency).
     pub fn local(&self) -> &LocalState {
         &self.local
     }
 
-    /// The cooldowns of `ids` still active now, in the same order (one read for many ids).
+    /// The backend's name: `memory` or `redis`.
+    pub fn backend_name(&self) -> &'static str {
+        match &self.backend {
+            Backend::Memory(_) => "memory",
+            #[cfg(feature = "redis")]
+            Backend::Redis(_) => "redis",
+        }
+    }
+
+    /// Whether a shared backend is unreachable and this replica routes on local state (never for
+    /// the memory store).
+    pub fn is_degraded(&self) -> bool {
+        match &self.backend {
+            Backend::Memory(_) => false,
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.is_degraded(),
+        }
+    }
+
+    /// Resolves once the shared backend is reachable (at once for the memory store).
+    pub async fn ready(&self) {
+        match &self.backend {
+            Backend::Memory(_) => {}
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.ready().await,
+        }
+    }
+
+    /// The Redis backend's counters (round trips, errors, degraded mode); `None` for memory.
+    #[cfg(feature = "redis")]
+    pub fn redis_stats(&self) -> Option<RedisStats> {
+        match &self.backend {
+            Backend::Memory(_) => None,
+            Backend::Redis(r) => Some(r.stats()),
+        }
+    }
+
+    /// A counter bumped whenever a cooldown is set, changed or lifted, by this replica or (with
+    /// Redis) by any other: wait on it to react to cooldown changes without polling.
+    pub fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.mirror().watch_cooldowns()
+    }
+
+    /// The local cooldown state: the whole state in memory, the mirror of Redis's otherwise.
+    fn mirror(&self) -> &MemoryBackend {
+        match &self.backend {
+            Backend::Memory(m) => m,
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.local(),
+        }
+    }
+
+    /// Runs bookkeeping that the request does not wait for: at once in memory (so tests stay
+    /// deterministic), on the background writer with a networked backend (bounded: past the
+    /// writer's queue it is dropped and counted).
+    pub fn run_bookkeeping(&self, work: impl Future<Output = ()> + Send + 'static) {
+        let mut work = Box::pin(work);
+        match &self.backend {
+            Backend::Memory(_) => {
+                if futures_util::FutureExt::now_or_never(&mut work).is_none() {
+                    // Memory operations never wait; anything else the work awaits goes on a task.
+                    if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                        rt.spawn(work);
+                    }
+                }
+            }
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.detach(work),
+        }
+    }
+
+    /// The cooldowns of `ids` still active now, in the same order (one read for many ids; with
+    /// Redis, from the local mirror: no round trip).
     pub async fn cooldowns(&self, ids: &[DeploymentId]) -> Result<Vec<Option<Cooldown>>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.cooldowns(ids)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.cooldowns(ids)),
         }
     }
 
     /// A cheap local check: `false` only when no deployment is cooling down or half-open anywhere,
     /// so the cooldown layer can skip its read. `true` means "read to find out".
     pub fn may_have_cooldowns(&self) -> bool {
-        match &self.backend {
-            Backend::Memory(m) => m.may_have_cooldowns(),
-        }
+        self.mirror().may_have_cooldowns()
     }
 
     /// The cooldown state of `ids`, in the same order (one read for many ids; half-open states
-    /// included).
+    /// included; with Redis, from the local mirror).
     pub async fn cooldown_states(&self, ids: &[DeploymentId]) -> Result<Vec<CooldownState>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.cooldown_states(ids)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.cooldown_states(ids)),
         }
     }
 
     /// Every deployment that is cooling down or half-open, soonest deadline first.
     pub async fn all_cooldowns(&self) -> Result<Vec<(DeploymentId, CooldownState)>, StoreError> {
-        match &self.backend {
-            Backend::Memory(m) => Ok(m.all_cooldowns()),
-        }
+        Ok(self.mirror().all_cooldowns())
     }
 
     /// Benches `id` for `ttl`. A cooldown already running past the new deadline is kept (re-cooling
@@ -316,6 +430,8 @@ impl StateStore {
     ) -> Result<Cooldown, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.bench(id, base, reason, status, growth)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.bench(id, base, reason, status, growth).await),
         }
     }
 
@@ -324,6 +440,8 @@ impl StateStore {
     pub async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.claim_probe(id, hold)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.claim_probe(id, hold).await),
         }
     }
 
@@ -332,6 +450,8 @@ impl StateStore {
     pub fn release_probe_detached(&self, id: &DeploymentId) {
         match &self.backend {
             Backend::Memory(m) => m.release_probe(id),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.release_probe(id),
         }
     }
 
@@ -339,6 +459,8 @@ impl StateStore {
     pub async fn clear_cooldown(&self, id: &DeploymentId) -> Result<bool, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.clear_cooldown(id)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.clear_cooldown(id).await),
         }
     }
 
@@ -346,13 +468,18 @@ impl StateStore {
     pub async fn record_outcome(&self, id: &DeploymentId, success: bool) -> Result<OutcomeCounts, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.record_outcome(id, success)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.record_outcome(id, success).await),
         }
     }
 
-    /// Usage of `ids` in the current window, in the same order.
+    /// Usage of `ids` in the current window, in the same order (with Redis, from a cache refreshed
+    /// every `sync_interval`: a filter's hint; [`try_reserve`](Self::try_reserve) is exact).
     pub async fn usage(&self, ids: &[DeploymentId]) -> Result<Vec<WindowUsage>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.usage(ids)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.usage(ids)),
         }
     }
 
@@ -361,6 +488,8 @@ impl StateStore {
     pub async fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Result<Admission, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.try_reserve(id, limits, tokens)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.try_reserve(id, limits, tokens).await),
         }
     }
 
@@ -369,17 +498,19 @@ impl StateStore {
     pub async fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Result<Duration, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.room_in(id, limits, tokens)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.room_in(id, limits, tokens).await),
         }
     }
 
     /// Replaces a reservation's token estimate with the real usage.
     pub async fn reconcile(&self, reservation: &Reservation, actual_tokens: u64) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Memory(m) => {
-                m.reconcile(reservation, actual_tokens);
-                Ok(())
-            }
+            Backend::Memory(m) => m.reconcile(reservation, actual_tokens),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.reconcile(reservation, actual_tokens).await,
         }
+        Ok(())
     }
 
     /// Like [`reconcile`](Self::reconcile), off the request path: applied inline in memory, queued
@@ -387,6 +518,8 @@ impl StateStore {
     pub fn reconcile_detached(&self, reservation: &Reservation, actual_tokens: u64) {
         match &self.backend {
             Backend::Memory(m) => m.reconcile(reservation, actual_tokens),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.reconcile_detached(reservation, actual_tokens),
         }
     }
 
@@ -395,6 +528,8 @@ impl StateStore {
     pub async fn add_spend(&self, key: &str, amount: f64, period: Duration) -> Result<f64, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.add_spend(key, amount, period)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.add_spend(key, amount, period).await),
         }
     }
 
@@ -406,6 +541,8 @@ impl StateStore {
             Backend::Memory(m) => {
                 m.add_spend(key, amount, period);
             }
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.add_spend_detached(key, amount, period),
         }
     }
 
@@ -413,14 +550,19 @@ impl StateStore {
     pub async fn spend(&self, key: &str) -> Result<f64, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.spend(key)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.spend(key).await,
         }
     }
 
     /// The spend under each of `keys` and when its period ends, in the same order (one read for
-    /// many keys).
+    /// many keys; with Redis, from a cache refreshed every `sync_interval`, read through once per
+    /// key). With Redis unreachable and budgets fail-closed, an error.
     pub async fn spends(&self, keys: &[&str]) -> Result<Vec<SpendState>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(keys.iter().map(|k| m.spend_state(k)).collect()),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.spends(keys).await,
         }
     }
 
@@ -428,18 +570,21 @@ impl StateStore {
     pub async fn affinity(&self, key: &str) -> Result<Option<DeploymentId>, StoreError> {
         match &self.backend {
             Backend::Memory(m) => Ok(m.affinity(key)),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => Ok(r.affinity(key).await),
         }
     }
 
     /// Makes `key` stick to `id` for `ttl` from now (replacing and refreshing any earlier entry).
-    /// The number of entries is bounded by [`StoreConfig::affinity_capacity`].
+    /// The number of entries is bounded by [`StoreConfig::affinity_capacity`]. With Redis, the
+    /// write goes to the background writer.
     pub async fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) -> Result<(), StoreError> {
         match &self.backend {
-            Backend::Memory(m) => {
-                m.set_affinity(key, id, ttl);
-                Ok(())
-            }
+            Backend::Memory(m) => m.set_affinity(key, id, ttl),
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.set_affinity(key, id, ttl),
         }
+        Ok(())
     }
 }
 
@@ -576,8 +721,7 @@ mod tests {
             // Later keys live longer, so eviction takes the oldest first.
             store.set_affinity(&format!("k{i}"), &DeploymentId::from("a"), Duration::from_secs(100 + i)).await.unwrap();
         }
-        let Backend::Memory(m) = &store.backend;
-        assert!(m.affinity_len() <= 20);
+        assert!(store.mirror().affinity_len() <= 20);
         assert_eq!(store.affinity("k99").await.unwrap(), Some(DeploymentId::from("a")));
         assert_eq!(store.affinity("k0").await.unwrap(), None);
     }

@@ -1,0 +1,830 @@
+//! The Redis backend: one routing state for every replica that shares a Redis (or a Redis
+//! Cluster). See `docs/redis.md` for the keys, the consistency guarantees and the degraded mode.
+//!
+//! How the operations map:
+//!
+//! - **writes that must be atomic** (reservations, outcome counts, cooldown transitions, probe
+//!   claims, spend) are Lua scripts: one round trip each, no read-modify-write across round trips;
+//! - **cooldown reads** come from a local mirror, kept current by the scripts' own answers, by
+//!   pub/sub messages every cooldown script publishes, and by a periodic re-read (in case a message
+//!   was lost): no round trip;
+//! - **usage, spend and affinity reads** come from caches refreshed in the background (a first
+//!   read of an unknown budget or affinity key reads through once);
+//! - **bookkeeping** (success counts, estimate reconciliation, spend, affinity, the cooldown rules
+//!   after a failure) goes to a bounded background writer, off the request path.
+//!
+//! So an attempt costs at most one round trip on its path: the reservation, when the deployment
+//! has a limit (or the strategy reads usage). When Redis is unreachable, everything falls back to
+//! the local state of this replica (the degraded mode) and a supervisor reconnects and resyncs.
+
+mod config;
+mod conn;
+mod keys;
+mod scripts;
+mod sync;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering::Relaxed},
+    },
+    time::Duration,
+};
+
+use arc_swap::ArcSwapOption;
+use dashmap::DashMap;
+use futures_util::future::BoxFuture;
+use parking_lot::Mutex;
+use redis::{FromRedisValue, RedisError, ScriptInvocation};
+use serde::Deserialize;
+use tokio::{sync::mpsc, time::Instant};
+
+pub use config::{RedisConfig, Topology};
+use conn::{Counted, Counters};
+use keys::Keys;
+
+use super::{
+    Admission, Cooldown, CooldownState, Growth, IdMap, Limits, OutcomeCounts, Reservation, SpendState, StoreConfig,
+    StoreError, WindowUsage, memory::MemoryBackend,
+};
+use crate::DeploymentId;
+
+/// Counters of the Redis backend, for tests, benchmarks and operators.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedisStats {
+    /// Round trips made on the request path (awaited by a request).
+    pub request_round_trips: u64,
+    /// Commands sent on the request path (a script call is one command).
+    pub request_commands: u64,
+    /// Round trips made by the background tasks (writer, cache refresh, resync).
+    pub background_round_trips: u64,
+    /// Commands sent by the background tasks.
+    pub background_commands: u64,
+    /// Redis calls that failed (connection, timeout or server error).
+    pub errors: u64,
+    /// Detached writes dropped because the writer's queue was full (applied locally only).
+    pub dropped_writes: u64,
+    /// Times the backend entered the degraded mode.
+    pub degradations: u64,
+    /// Redis is unreachable right now: this replica routes on local state.
+    pub degraded: bool,
+}
+
+/// Connection handles: the request path and the background tasks count separately.
+#[derive(Clone)]
+struct Handles {
+    request: Counted,
+    background: Counted,
+}
+
+/// A cached read, refreshed in the background while requests keep reading it.
+#[derive(Debug, Clone)]
+struct Cached<T> {
+    value: T,
+    read_at: Instant,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct SpendCache {
+    total: f64,
+    resets_at: Option<Instant>,
+}
+
+#[derive(Debug, Clone)]
+struct AffinityCache {
+    id: DeploymentId,
+    until: Instant,
+}
+
+/// Everything the backend and its background tasks share.
+pub(super) struct Shared {
+    config: RedisConfig,
+    store: StoreConfig,
+    keys: Keys,
+    /// The mirror of every cooldown, and the whole state while degraded.
+    local: MemoryBackend,
+    handles: ArcSwapOption<Handles>,
+    degraded: AtomicBool,
+    health: tokio::sync::watch::Sender<bool>,
+    last_warn: Mutex<Option<Instant>>,
+    request: Arc<Counters>,
+    background: Arc<Counters>,
+    errors: AtomicU64,
+    dropped: AtomicU64,
+    degradations: AtomicU64,
+    /// The revision (server µs) of the last cooldown message applied, per deployment.
+    revisions: IdMap<u64>,
+    /// Deployments whose cooldowns this replica reads: re-read on every resync.
+    known: IdMap<()>,
+    /// Cooldowns set while degraded: pushed to Redis when it returns.
+    offline: IdMap<()>,
+    usage: IdMap<Cached<WindowUsage>>,
+    spends: DashMap<Arc<str>, Cached<SpendCache>>,
+    affinity: DashMap<Arc<str>, Cached<AffinityCache>>,
+    writes: mpsc::Sender<BoxFuture<'static, ()>>,
+    resync: tokio::sync::Notify,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("config", &self.config)
+            .field("degraded", &self.degraded.load(Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The Redis backend (feature `redis`).
+#[derive(Debug)]
+pub(super) struct RedisBackend {
+    shared: Arc<Shared>,
+    _shutdown: tokio::sync::watch::Sender<()>,
+}
+
+/// A cooldown record as the scripts return and publish it (numbers as text, times on the server's
+/// clock).
+#[derive(Debug, Deserialize)]
+struct Message {
+    id: String,
+    op: String,
+    now: String,
+    #[serde(default)]
+    u: String,
+    #[serde(default)]
+    r: String,
+    #[serde(default)]
+    s: String,
+    #[serde(default)]
+    k: String,
+    #[serde(default)]
+    h: String,
+    #[serde(default)]
+    p: String,
+    at: String,
+}
+
+fn num(s: &str) -> i64 {
+    s.parse::<f64>().map_or(0, |v| v as i64)
+}
+
+fn micros(us: i64) -> Duration {
+    Duration::from_micros(us.max(0) as u64)
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+fn limit_arg(limit: Option<u64>) -> i64 {
+    limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX))
+}
+
+impl RedisBackend {
+    /// Starts the backend: the supervisor connects in the background (until then, and whenever
+    /// Redis is unreachable, the local state answers).
+    pub(super) fn start(config: RedisConfig, store: StoreConfig) -> Result<Self, StoreError> {
+        config.validate().map_err(|e| StoreError::new(format!("redis: {e}")))?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| StoreError::new("redis: the Redis backend must be created inside a Tokio runtime"))?;
+        let (writes, queue) = mpsc::channel(config.write_queue);
+        let keys = Keys::new(config.key_prefix());
+        let shared = Arc::new(Shared {
+            keys,
+            store,
+            local: MemoryBackend::new(store),
+            handles: ArcSwapOption::empty(),
+            degraded: AtomicBool::new(true),
+            health: tokio::sync::watch::Sender::new(false),
+            last_warn: Mutex::new(None),
+            request: Arc::default(),
+            background: Arc::default(),
+            errors: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            degradations: AtomicU64::new(0),
+            revisions: IdMap::default(),
+            known: IdMap::default(),
+            offline: IdMap::default(),
+            usage: IdMap::default(),
+            spends: DashMap::new(),
+            affinity: DashMap::new(),
+            writes,
+            resync: tokio::sync::Notify::new(),
+            config,
+        });
+        metrics::gauge!("switchyard_state_redis_degraded").set(1.0);
+        let (shutdown, stop) = tokio::sync::watch::channel(());
+        runtime.spawn(sync::writer(queue));
+        runtime.spawn(sync::supervise(Arc::downgrade(&shared), stop.clone()));
+        runtime.spawn(sync::subscribe(Arc::downgrade(&shared), stop));
+        Ok(Self { shared, _shutdown: shutdown })
+    }
+
+    pub(super) fn local(&self) -> &MemoryBackend {
+        &self.shared.local
+    }
+
+    pub(super) fn stats(&self) -> RedisStats {
+        let s = &self.shared;
+        RedisStats {
+            request_round_trips: s.request.round_trips.load(Relaxed),
+            request_commands: s.request.commands.load(Relaxed),
+            background_round_trips: s.background.round_trips.load(Relaxed),
+            background_commands: s.background.commands.load(Relaxed),
+            errors: s.errors.load(Relaxed),
+            dropped_writes: s.dropped.load(Relaxed),
+            degradations: s.degradations.load(Relaxed),
+            degraded: s.degraded.load(Relaxed),
+        }
+    }
+
+    pub(super) fn is_degraded(&self) -> bool {
+        self.shared.degraded.load(Relaxed)
+    }
+
+    pub(super) async fn ready(&self) {
+        let mut rx = self.shared.health.subscribe();
+        // The sender lives as long as `self`, so this only ends when Redis is reachable.
+        let _ = rx.wait_for(|healthy| *healthy).await;
+    }
+
+    /// Runs `work` off the request path: queued for the background writer.
+    pub(super) fn detach(&self, work: BoxFuture<'static, ()>) {
+        self.shared.detach(work);
+    }
+
+    pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
+        self.shared.remember(ids);
+        self.shared.local.cooldown_states(ids)
+    }
+
+    pub(super) fn cooldowns(&self, ids: &[DeploymentId]) -> Vec<Option<Cooldown>> {
+        self.shared.remember(ids);
+        self.shared.local.cooldowns(ids)
+    }
+
+    pub(super) async fn bench(
+        &self,
+        id: &DeploymentId,
+        base: Duration,
+        reason: Arc<str>,
+        status: Option<u16>,
+        growth: Option<Growth>,
+    ) -> Cooldown {
+        let s = &self.shared;
+        s.remember(std::slice::from_ref(id));
+        if let Some(mut h) = s.request_handle() {
+            let mut inv = scripts::BENCH.key(s.keys.cooldown(id));
+            inv.arg(millis(base))
+                .arg(&*reason)
+                .arg(status.map(|s| s.to_string()).unwrap_or_default())
+                .arg(growth.map(|g| g.factor.to_string()).unwrap_or_default())
+                .arg(growth.map_or(0, |g| millis(g.cap)))
+                .arg(millis(s.config.half_open_linger))
+                .arg(s.keys.channel())
+                .arg(id.as_str());
+            if let Some(msg) = s.run::<String>(&inv, &mut h).await
+                && let Some(CooldownState::CoolingDown(c)) = s.apply(&msg)
+            {
+                return c;
+            }
+        }
+        s.offline.insert(id.clone(), ());
+        s.local.bench(id, base, reason, status, growth)
+    }
+
+    pub(super) async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            let mut inv = scripts::PROBE.key(s.keys.cooldown(id));
+            inv.arg(millis(hold)).arg(s.keys.channel()).arg(id.as_str());
+            match s.run_result::<Option<String>>(&inv, &mut h).await {
+                Ok(Some(msg)) => {
+                    s.apply(&msg);
+                    return true;
+                }
+                Ok(None) => return false,
+                Err(()) => {}
+            }
+        }
+        s.local.claim_probe(id, hold)
+    }
+
+    pub(super) fn release_probe(&self, id: &DeploymentId) {
+        let s = &self.shared;
+        s.local.release_probe(id);
+        if s.request_handle().is_none() {
+            return;
+        }
+        let shared = s.clone();
+        let id = id.clone();
+        s.detach(Box::pin(async move {
+            let Some(mut h) = shared.background_handle() else { return };
+            let mut inv = scripts::RELEASE.key(shared.keys.cooldown(&id));
+            inv.arg(shared.keys.channel()).arg(id.as_str());
+            if let Some(Some(msg)) = shared.run::<Option<String>>(&inv, &mut h).await {
+                shared.apply(&msg);
+            }
+        }));
+    }
+
+    pub(super) async fn clear_cooldown(&self, id: &DeploymentId) -> bool {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            let mut inv = scripts::CLEAR.key(s.keys.cooldown(id));
+            inv.arg(s.keys.channel()).arg(id.as_str());
+            if let Some((active, msg)) = s.run::<(i64, String)>(&inv, &mut h).await {
+                let was_local = s.local.cooldown_states(std::slice::from_ref(id))[0] != CooldownState::Available;
+                s.apply(&msg);
+                return active == 1 || was_local;
+            }
+        }
+        s.offline.remove(id);
+        s.local.clear_cooldown(id)
+    }
+
+    pub(super) async fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            let [t, c] = s.keys.outcomes(id);
+            let mut inv = scripts::OUTCOME.key(t);
+            inv.key(c).arg(s.resolution_us()).arg(s.span(s.store.outcome_window)).arg(u8::from(success));
+            if let Some((successes, failures)) = s.run::<(u64, u64)>(&inv, &mut h).await {
+                return OutcomeCounts { successes, failures };
+            }
+        }
+        s.local.record_outcome(id, success)
+    }
+
+    pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
+        let s = &self.shared;
+        if s.request_handle().is_none() {
+            return s.local.usage(ids);
+        }
+        let now = Instant::now();
+        ids.iter()
+            .map(|id| match s.usage.get_mut(id) {
+                Some(mut e) => {
+                    e.read_at = now;
+                    e.value
+                }
+                None => {
+                    s.usage.insert(id.clone(), Cached { value: WindowUsage::default(), read_at: now });
+                    s.resync.notify_one();
+                    WindowUsage::default()
+                }
+            })
+            .collect()
+    }
+
+    fn window_args<'a>(&self, inv: &mut ScriptInvocation<'a>, limits: Limits, tokens: u64) {
+        let s = &self.shared;
+        inv.arg(s.resolution_us())
+            .arg(s.span(s.store.usage_window))
+            .arg(limit_arg(limits.rpm))
+            .arg(limit_arg(limits.tpm))
+            .arg(tokens);
+    }
+
+    pub(super) async fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Admission {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            let [t, c] = s.keys.usage(id);
+            let mut inv = scripts::RESERVE.key(t);
+            inv.key(c);
+            self.window_args(&mut inv, limits, tokens);
+            if let Some((admitted, n, requests, used)) = s.run::<(i64, String, u64, u64)>(&inv, &mut h).await {
+                s.cache_usage(id, WindowUsage { requests, tokens: used });
+                return if admitted == 1 {
+                    Admission::Admitted(Reservation { id: id.clone(), tick: num(&n) as u64, tokens, remote: true })
+                } else {
+                    Admission::Full { retry_in: micros(num(&n)) }
+                };
+            }
+        }
+        s.local.try_reserve(id, limits, tokens)
+    }
+
+    pub(super) async fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Duration {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            let [t, c] = s.keys.usage(id);
+            let mut inv = scripts::ROOM.key(t);
+            inv.key(c);
+            self.window_args(&mut inv, limits, tokens);
+            if let Some((wait, requests, used)) = s.run::<(String, u64, u64)>(&inv, &mut h).await {
+                s.cache_usage(id, WindowUsage { requests, tokens: used });
+                return micros(num(&wait));
+            }
+        }
+        s.local.room_in(id, limits, tokens)
+    }
+
+    pub(super) async fn reconcile(&self, r: &Reservation, actual: u64) {
+        if !r.remote {
+            return self.shared.local.reconcile(r, actual);
+        }
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle() {
+            s.run::<i64>(&s.adjust(r, actual), &mut h).await;
+        }
+    }
+
+    pub(super) fn reconcile_detached(&self, r: &Reservation, actual: u64) {
+        if !r.remote {
+            return self.shared.local.reconcile(r, actual);
+        }
+        if actual == r.tokens {
+            return;
+        }
+        let shared = self.shared.clone();
+        let r = r.clone();
+        self.detach(Box::pin(async move {
+            let Some(mut h) = shared.background_handle() else { return };
+            shared.run::<i64>(&shared.adjust(&r, actual), &mut h).await;
+        }));
+    }
+
+    pub(super) async fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
+        let s = &self.shared;
+        if let Some(mut h) = s.request_handle()
+            && let Some(total) = s.spend_remote(key, amount, period, &mut h).await
+        {
+            return total;
+        }
+        s.spend_locally(key, amount, period);
+        s.local.add_spend(key, amount, period)
+    }
+
+    pub(super) fn add_spend_detached(&self, key: &str, amount: f64, period: Duration) {
+        let s = &self.shared;
+        s.spend_locally(key, amount, period);
+        if s.request_handle().is_none() {
+            s.local.add_spend(key, amount, period);
+            return;
+        }
+        let shared = s.clone();
+        let key = key.to_owned();
+        s.detach(Box::pin(async move {
+            let Some(mut h) = shared.background_handle() else {
+                shared.local.add_spend(&key, amount, period);
+                return;
+            };
+            if shared.spend_remote(&key, amount, period, &mut h).await.is_none() {
+                shared.local.add_spend(&key, amount, period);
+            }
+        }));
+    }
+
+    pub(super) async fn spends(&self, keys: &[&str]) -> Result<Vec<SpendState>, StoreError> {
+        let s = &self.shared;
+        let Some(h) = s.request_handle() else {
+            if s.config.budgets_fail_closed {
+                return Err(StoreError::new("redis is unreachable and budgets are configured fail-closed"));
+            }
+            return Ok(keys.iter().map(|k| s.local.spend_state(k)).collect());
+        };
+        let now = Instant::now();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            let cached = s.spends.get_mut(*key).map(|mut e| {
+                e.read_at = now;
+                e.value
+            });
+            let value = match cached {
+                Some(v) => v,
+                // First read of this key by this replica: read through once.
+                None => s.read_spend(key, &mut h.request.clone()).await.unwrap_or_default(),
+            };
+            out.push(spend_state(value, now));
+        }
+        Ok(out)
+    }
+
+    pub(super) async fn spend(&self, key: &str) -> Result<f64, StoreError> {
+        Ok(self.spends(&[key]).await?[0].total)
+    }
+
+    pub(super) async fn affinity(&self, key: &str) -> Option<DeploymentId> {
+        let s = &self.shared;
+        let Some(mut h) = s.request_handle() else { return s.local.affinity(key) };
+        let now = Instant::now();
+        if let Some(mut e) = s.affinity.get_mut(key) {
+            e.read_at = now;
+            return (e.value.until > now).then(|| e.value.id.clone());
+        }
+        // First read of this key by this replica: read through once, then the cache answers.
+        let read = s.read_affinity(key, &mut h.request).await?;
+        read.filter(|a| a.until > now).map(|a| a.id)
+    }
+
+    pub(super) fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) {
+        let s = &self.shared;
+        if s.request_handle().is_none() {
+            s.local.set_affinity(key, id, ttl);
+            return;
+        }
+        let now = Instant::now();
+        s.cache_affinity(key, Some(AffinityCache { id: id.clone(), until: now + ttl }), now);
+        let shared = s.clone();
+        let (key, id) = (s.keys.affinity(key), id.clone());
+        s.detach(Box::pin(async move {
+            let Some(mut h) = shared.background_handle() else { return };
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(&key).arg(id.as_str()).arg("PX").arg(millis(ttl));
+            shared.query::<()>(&cmd, &mut h).await;
+        }));
+    }
+}
+
+fn spend_state(v: SpendCache, now: Instant) -> SpendState {
+    match v.resets_at.and_then(|at| at.checked_duration_since(now)).filter(|d| !d.is_zero()) {
+        Some(resets_in) => SpendState { total: v.total, resets_in: Some(resets_in) },
+        None => SpendState::default(),
+    }
+}
+
+impl Shared {
+    fn resolution_us(&self) -> u64 {
+        u64::try_from(self.store.resolution.as_micros()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// The window span in resolution ticks (as the memory window counts them).
+    fn span(&self, window: Duration) -> u64 {
+        let res_ms = u64::try_from(self.store.resolution.as_millis()).unwrap_or(u64::MAX).max(1);
+        u64::try_from(window.as_millis()).unwrap_or(u64::MAX).div_ceil(res_ms).max(1)
+    }
+
+    fn request_handle(&self) -> Option<Handles> {
+        if self.degraded.load(Relaxed) {
+            return None;
+        }
+        self.handles.load_full().map(|h| (*h).clone())
+    }
+
+    fn background_handle(&self) -> Option<Counted> {
+        if self.degraded.load(Relaxed) {
+            return None;
+        }
+        self.handles.load_full().map(|h| h.background.clone())
+    }
+
+    fn detach(&self, work: BoxFuture<'static, ()>) {
+        if self.writes.try_send(work).is_err() {
+            self.dropped.fetch_add(1, Relaxed);
+            metrics::counter!("switchyard_state_redis_dropped_writes_total").increment(1);
+        }
+    }
+
+    /// Registers ids whose cooldowns this replica reads (re-read on every resync).
+    fn remember(&self, ids: &[DeploymentId]) {
+        for id in ids {
+            if !self.known.contains_key(id) {
+                self.known.insert(id.clone(), ());
+            }
+        }
+    }
+
+    fn cache_usage(&self, id: &DeploymentId, usage: WindowUsage) {
+        match self.usage.get_mut(id) {
+            Some(mut e) => e.value = usage,
+            None => {
+                self.usage.insert(id.clone(), Cached { value: usage, read_at: Instant::now() });
+            }
+        }
+    }
+
+    fn adjust<'a>(&self, r: &Reservation, actual: u64) -> ScriptInvocation<'a> {
+        let [t, c] = self.keys.usage(&r.id);
+        let mut inv = scripts::ADJUST.key(t);
+        inv.key(c).arg(r.tick).arg(actual as i64 - r.tokens as i64);
+        inv
+    }
+
+    /// Runs a script with the reply timeout; a failure is recorded (and may start the degraded
+    /// mode) and answered with `None`, so the caller falls back to local state.
+    async fn run<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, conn: &mut impl AsConn) -> Option<T> {
+        self.run_result(inv, conn).await.ok()
+    }
+
+    async fn run_result<T: FromRedisValue>(&self, inv: &ScriptInvocation<'_>, conn: &mut impl AsConn) -> Result<T, ()> {
+        match tokio::time::timeout(self.config.response_timeout, inv.invoke_async(conn.as_conn())).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                self.failed(&e);
+                Err(())
+            }
+            Err(_) => {
+                self.timed_out();
+                Err(())
+            }
+        }
+    }
+
+    async fn query<T: FromRedisValue>(&self, cmd: &redis::Cmd, conn: &mut Counted) -> Option<T> {
+        match tokio::time::timeout(self.config.response_timeout, cmd.query_async(conn)).await {
+            Ok(Ok(v)) => Some(v),
+            Ok(Err(e)) => {
+                self.failed(&e);
+                None
+            }
+            Err(_) => {
+                self.timed_out();
+                None
+            }
+        }
+    }
+
+    fn timed_out(&self) {
+        self.errors.fetch_add(1, Relaxed);
+        metrics::counter!("switchyard_state_redis_errors_total", "kind" => "timeout").increment(1);
+        self.degrade(&format!("no reply within {:?}", self.config.response_timeout));
+    }
+
+    fn failed(&self, e: &RedisError) {
+        self.errors.fetch_add(1, Relaxed);
+        let unreachable = e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_unrecoverable_error();
+        if unreachable {
+            metrics::counter!("switchyard_state_redis_errors_total", "kind" => "connection").increment(1);
+            self.degrade(&e.to_string());
+        } else {
+            metrics::counter!("switchyard_state_redis_errors_total", "kind" => "server").increment(1);
+            self.warn(&format!("redis call failed, answered from local state: {e}"));
+        }
+    }
+
+    /// Enters the degraded mode: requests use local state until the supervisor reconnects.
+    fn degrade(&self, why: &str) {
+        if !self.degraded.swap(true, Relaxed) {
+            self.degradations.fetch_add(1, Relaxed);
+            self.health.send_replace(false);
+            metrics::gauge!("switchyard_state_redis_degraded").set(1.0);
+            self.resync.notify_one();
+        }
+        self.warn(&format!("redis unreachable, routing on local state until it returns: {why}"));
+    }
+
+    /// Logs at most once per `warn_interval`.
+    fn warn(&self, message: &str) {
+        let now = Instant::now();
+        let mut last = self.last_warn.lock();
+        if last.is_none_or(|at| now.saturating_duration_since(at) >= self.config.warn_interval) {
+            *last = Some(now);
+            drop(last);
+            tracing::warn!(target: "switchyard::state", "{message}");
+        }
+    }
+
+    /// Applies a cooldown message to the mirror unless a newer one was applied; returns the
+    /// state it describes.
+    fn apply(&self, payload: &str) -> Option<CooldownState> {
+        let msg: Message = match serde_json::from_str(payload) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(target: "switchyard::state", error = %e, "ignored a malformed cooldown message");
+                return None;
+            }
+        };
+        let id = DeploymentId::from(msg.id.as_str());
+        let at = num(&msg.at).max(0) as u64;
+        {
+            let mut rev = self.revisions.entry(id.clone()).or_insert(0);
+            if at < *rev {
+                return None;
+            }
+            *rev = at;
+        }
+        let now_ms = num(&msg.now);
+        let local_now = Instant::now();
+        match msg.op.as_str() {
+            "set" => {
+                let until = local_now + Duration::from_millis((num(&msg.u) - now_ms).max(0) as u64);
+                let probe = num(&msg.p) - now_ms;
+                let probe_until = (probe > 0).then(|| local_now + Duration::from_millis(probe as u64));
+                let cooldown = Cooldown {
+                    until,
+                    reason: Arc::from(msg.r.as_str()),
+                    status: msg.s.parse().ok(),
+                    strikes: u32::try_from(num(&msg.k).max(0)).unwrap_or(u32::MAX),
+                };
+                let half_open = msg.h == "1";
+                self.local.put_bench(&id, cooldown.clone(), half_open, probe_until);
+                Some(if until > local_now {
+                    CooldownState::CoolingDown(cooldown)
+                } else if half_open {
+                    CooldownState::HalfOpen { strikes: cooldown.strikes, probing: probe_until.is_some() }
+                } else {
+                    CooldownState::Available
+                })
+            }
+            "del" => {
+                self.local.clear_cooldown(&id);
+                Some(CooldownState::Available)
+            }
+            _ => None,
+        }
+    }
+
+    fn spend_locally(&self, key: &str, amount: f64, period: Duration) {
+        let now = Instant::now();
+        let mut e =
+            self.spends.entry(Arc::from(key)).or_insert_with(|| Cached { value: SpendCache::default(), read_at: now });
+        if e.value.resets_at.is_none_or(|at| at <= now) {
+            e.value = SpendCache { total: 0.0, resets_at: Some(now + period) };
+        }
+        e.value.total += amount;
+    }
+
+    async fn spend_remote(&self, key: &str, amount: f64, period: Duration, h: &mut impl AsConn) -> Option<f64> {
+        let mut inv = scripts::SPEND_ADD.key(self.keys.spend(key));
+        inv.arg(amount).arg(millis(period));
+        let (total, pttl) = self.run::<(f64, i64)>(&inv, h).await?;
+        self.cache_spend(key, total, pttl);
+        Some(total)
+    }
+
+    async fn read_spend(&self, key: &str, h: &mut impl AsConn) -> Option<SpendCache> {
+        let inv = scripts::SPEND_READ.key(self.keys.spend(key));
+        let (total, pttl) = self.run::<(Option<f64>, i64)>(&inv, h).await?;
+        Some(self.cache_spend(key, total.unwrap_or(0.0), pttl))
+    }
+
+    fn cache_spend(&self, key: &str, total: f64, pttl: i64) -> SpendCache {
+        let now = Instant::now();
+        let value = if pttl > 0 {
+            SpendCache { total, resets_at: Some(now + Duration::from_millis(pttl as u64)) }
+        } else {
+            SpendCache::default()
+        };
+        match self.spends.get_mut(key) {
+            Some(mut e) => e.value = value,
+            None => {
+                self.spends.insert(Arc::from(key), Cached { value, read_at: now });
+            }
+        }
+        value
+    }
+
+    /// Reads an affinity entry into the cache; `None` when Redis did not answer.
+    async fn read_affinity(&self, key: &str, h: &mut Counted) -> Option<Option<AffinityCache>> {
+        let k = self.keys.affinity(key);
+        let mut pipe = redis::pipe();
+        pipe.get(&k).pttl(&k);
+        let read = match tokio::time::timeout(self.config.response_timeout, pipe.query_async(h)).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                self.failed(&e);
+                return None;
+            }
+            Err(_) => {
+                self.timed_out();
+                return None;
+            }
+        };
+        let (id, pttl): (Option<String>, i64) = read;
+        let now = Instant::now();
+        let entry = id.filter(|_| pttl > 0).map(|id| AffinityCache {
+            id: DeploymentId::from(id.as_str()),
+            until: now + Duration::from_millis(pttl as u64),
+        });
+        self.cache_affinity(key, entry.clone(), now);
+        Some(entry)
+    }
+
+    fn cache_affinity(&self, key: &str, entry: Option<AffinityCache>, now: Instant) {
+        let cap = self.store.affinity_capacity.max(1);
+        if self.affinity.len() >= cap && !self.affinity.contains_key(key) {
+            // Keep what requests read lately; forget the rest (it reads through again).
+            let recent = self.config.resync_interval * 2;
+            self.affinity.retain(|_, e| now.saturating_duration_since(e.read_at) < recent);
+            if self.affinity.len() >= cap {
+                self.affinity.clear();
+            }
+        }
+        // An absent entry is cached as expired, so the next read does not read through again.
+        let value = entry.unwrap_or(AffinityCache { id: DeploymentId::from(""), until: now });
+        self.affinity.insert(Arc::from(key), Cached { value, read_at: now });
+    }
+}
+
+/// What a script can be run on: the request handles (their request connection) or a background
+/// connection.
+trait AsConn {
+    fn as_conn(&mut self) -> &mut Counted;
+}
+
+impl AsConn for Handles {
+    fn as_conn(&mut self) -> &mut Counted {
+        &mut self.request
+    }
+}
+
+impl AsConn for Counted {
+    fn as_conn(&mut self) -> &mut Counted {
+        self
+    }
+}

@@ -1,0 +1,298 @@
+//! The background tasks: the writer (detached writes, bounded), the supervisor (connects, detects
+//! the end of an outage, resyncs, refreshes the read caches) and the subscriber (cooldown
+//! messages from every replica).
+
+use std::{
+    sync::{Arc, Weak, atomic::Ordering::Relaxed},
+    time::Duration,
+};
+
+use futures_util::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
+use redis::{Client, IntoConnectionInfo, aio::ConnectionManagerConfig, cluster::ClusterClientBuilder};
+use tokio::{
+    sync::{mpsc, watch},
+    time::Instant,
+};
+
+use super::{
+    Handles, Shared,
+    config::{Topology, mask_credentials},
+    conn::{Conn, Counted},
+    scripts,
+};
+use crate::{DeploymentId, state::WindowUsage};
+
+/// Detached writes run at most this many at a time (the multiplexed connection pipelines them).
+const WRITER_CONCURRENCY: usize = 64;
+
+/// A usage or spend entry no request read for this long is dropped from the cache.
+const CACHE_IDLE: Duration = Duration::from_secs(60);
+
+/// Runs detached writes until every sender is gone.
+pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>) {
+    let mut running = FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            next = queue.recv(), if running.len() < WRITER_CONCURRENCY => match next {
+                Some(work) => running.push(work),
+                None => break,
+            },
+            Some(()) = running.next(), if !running.is_empty() => {}
+        }
+    }
+    while running.next().await.is_some() {}
+}
+
+/// The connection settings of one URL, with the configured password.
+fn connection_info(shared: &Shared, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
+    let info = url.into_connection_info()?;
+    Ok(match &shared.config.password {
+        Some(p) => {
+            let redis = info.redis_settings().clone().set_password(p.expose());
+            info.set_redis_settings(redis)
+        }
+        None => info,
+    })
+}
+
+async fn connect(shared: &Shared) -> redis::RedisResult<Conn> {
+    let c = &shared.config;
+    match &c.topology {
+        Topology::Single(url) => {
+            let client = Client::open(connection_info(shared, url)?)?;
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(c.connect_timeout))
+                .set_response_timeout(Some(c.response_timeout))
+                .set_number_of_retries(2)
+                .set_max_delay(c.connect_timeout);
+            Ok(Conn::Single(client.get_connection_manager_with_config(config).await?))
+        }
+        Topology::Cluster(nodes) => {
+            let infos = nodes.iter().map(|n| connection_info(shared, n)).collect::<redis::RedisResult<Vec<_>>>()?;
+            let client = ClusterClientBuilder::new(infos)
+                .connection_timeout(c.connect_timeout)
+                .response_timeout(c.response_timeout)
+                .retries(1)
+                .build()?;
+            Ok(Conn::Cluster(client.get_async_connection().await?))
+        }
+    }
+}
+
+/// Connects, then every tick: probes while degraded (and resyncs when Redis is back), refreshes
+/// the read caches, and re-reads every known cooldown each `resync_interval`.
+pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>) {
+    let tick = {
+        let Some(s) = weak.upgrade() else { return };
+        s.config.sync_interval.min(s.config.resync_interval)
+    };
+    let mut last_resync: Option<Instant> = None;
+    loop {
+        let notified = {
+            let Some(shared) = weak.upgrade() else { return };
+            if shared.handles.load().is_none() {
+                let t = shared.config.connect_timeout;
+                match tokio::time::timeout(t, connect(&shared)).await {
+                    Ok(Ok(conn)) => {
+                        let request = Counted::new(conn.clone(), shared.request.clone());
+                        let background = Counted::new(conn, shared.background.clone());
+                        shared.handles.store(Some(Arc::new(Handles { request, background })));
+                    }
+                    Ok(Err(e)) => shared.warn(&format!("redis: cannot connect, routing on local state: {e}")),
+                    Err(_) => shared.warn(&format!("redis: cannot connect within {t:?}, routing on local state")),
+                }
+            }
+            if let Some(handles) = shared.handles.load_full() {
+                let mut bg = handles.background.clone();
+                if shared.degraded.load(Relaxed) {
+                    if ping(&shared, &mut bg).await {
+                        recover(&shared, &mut bg).await;
+                        last_resync = Some(Instant::now());
+                    }
+                } else {
+                    refresh(&shared, &mut bg).await;
+                    if last_resync.is_none_or(|at| at.elapsed() >= shared.config.resync_interval) {
+                        resync(&shared, &mut bg).await;
+                        last_resync = Some(Instant::now());
+                    }
+                }
+            }
+            let shared = shared.clone();
+            async move { shared.resync.notified().await }
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(tick) => {}
+            () = notified => {}
+        }
+    }
+}
+
+async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
+    let t = shared.config.response_timeout;
+    matches!(tokio::time::timeout(t, redis::cmd("PING").query_async::<String>(conn)).await, Ok(Ok(_)))
+}
+
+/// Redis is reachable again: push the cooldowns set while it was not (extending, never
+/// shortening, what other replicas set meanwhile), re-read every cooldown, leave the degraded mode.
+async fn recover(shared: &Shared, conn: &mut Counted) {
+    let offline: Vec<DeploymentId> = shared.offline.iter().map(|e| e.key().clone()).collect();
+    let running = shared.local.running_cooldowns();
+    let now = Instant::now();
+    for (id, c) in running.into_iter().filter(|(id, _)| offline.contains(id)) {
+        let mut inv = scripts::BENCH.key(shared.keys.cooldown(&id));
+        inv.arg(super::millis(c.until.saturating_duration_since(now)))
+            .arg(&*c.reason)
+            .arg(c.status.map(|s| s.to_string()).unwrap_or_default())
+            .arg("")
+            .arg(0)
+            .arg(super::millis(shared.config.half_open_linger))
+            .arg(shared.keys.channel())
+            .arg(id.as_str());
+        if let Ok(msg) = tokio::time::timeout(shared.config.response_timeout, inv.invoke_async::<String>(conn))
+            .await
+            .map_err(drop)
+            .and_then(|r| r.map_err(drop))
+        {
+            shared.apply(&msg);
+        } else {
+            return;
+        }
+    }
+    shared.offline.clear();
+    // Reservations and spend made while degraded stay local (they were counted by this replica's
+    // limits); the shared windows resume from Redis.
+    shared.usage.clear();
+    shared.spends.clear();
+    shared.affinity.clear();
+    if !resync(shared, conn).await {
+        return;
+    }
+    shared.degraded.store(false, Relaxed);
+    shared.health.send_replace(true);
+    metrics::gauge!("switchyard_state_redis_degraded").set(0.0);
+    tracing::info!(target: "switchyard::state", "redis reachable: shared state resumed");
+}
+
+/// Re-reads every cooldown this replica knows of (and every one in its mirror). Returns whether
+/// every read succeeded.
+async fn resync(shared: &Shared, conn: &mut Counted) -> bool {
+    let mut ids: Vec<DeploymentId> = shared.known.iter().map(|e| e.key().clone()).collect();
+    for (id, _) in shared.local.all_cooldowns() {
+        if !shared.known.contains_key(&id) {
+            ids.push(id);
+        }
+    }
+    let reads = ids.iter().map(|id| {
+        let mut c = conn.clone();
+        async move {
+            let mut inv = scripts::READ.key(shared.keys.cooldown(id));
+            inv.arg(id.as_str());
+            shared.run::<String>(&inv, &mut c).await
+        }
+    });
+    let mut ok = true;
+    for msg in futures_util::future::join_all(reads).await {
+        match msg {
+            Some(msg) => {
+                shared.apply(&msg);
+            }
+            None => ok = false,
+        }
+    }
+    ok
+}
+
+/// Refreshes the usage, spend and affinity entries requests read lately; drops idle ones.
+async fn refresh(shared: &Shared, conn: &mut Counted) {
+    let now = Instant::now();
+    shared.usage.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
+    shared.spends.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
+    let recent = shared.config.resync_interval * 2;
+    shared.affinity.retain(|_, e| now.saturating_duration_since(e.read_at) < recent);
+
+    let ids: Vec<DeploymentId> = shared.usage.iter().map(|e| e.key().clone()).collect();
+    let usage = ids.iter().map(|id| {
+        let mut c = conn.clone();
+        async move {
+            let [t, k] = shared.keys.usage(id);
+            let mut inv = scripts::USAGE.key(t);
+            inv.key(k).arg(shared.resolution_us()).arg(shared.span(shared.store.usage_window));
+            (id, shared.run::<(u64, u64)>(&inv, &mut c).await)
+        }
+    });
+    let keys: Vec<Arc<str>> = shared.spends.iter().map(|e| e.key().clone()).collect();
+    let spends = keys.iter().map(|k| {
+        let mut c = conn.clone();
+        async move { shared.read_spend(k, &mut c).await }
+    });
+    let affinity: Vec<Arc<str>> = shared.affinity.iter().map(|e| e.key().clone()).collect();
+    let affinities = affinity.iter().map(|k| {
+        let mut c = conn.clone();
+        async move { shared.read_affinity(k, &mut c).await }
+    });
+    let (usage, _, _) = tokio::join!(
+        futures_util::future::join_all(usage),
+        futures_util::future::join_all(spends),
+        futures_util::future::join_all(affinities)
+    );
+    for (id, read) in usage {
+        if let Some((requests, tokens)) = read
+            && let Some(mut e) = shared.usage.get_mut(id)
+        {
+            e.value = WindowUsage { requests, tokens };
+        }
+    }
+}
+
+/// Applies every cooldown message published by any replica; reconnects when the subscription
+/// drops, and asks for a resync then (messages may have been missed).
+pub(super) async fn subscribe(weak: Weak<Shared>, mut stop: watch::Receiver<()>) {
+    let mut attempt = 0usize;
+    loop {
+        let session = {
+            let Some(shared) = weak.upgrade() else { return };
+            let urls: Vec<String> = match &shared.config.topology {
+                Topology::Single(url) => vec![url.clone()],
+                Topology::Cluster(nodes) => nodes.clone(),
+            };
+            let url = urls[attempt % urls.len()].clone();
+            attempt += 1;
+            let channel = shared.keys.channel().to_owned();
+            let info = connection_info(&shared, &url);
+            let timeout = shared.config.connect_timeout;
+            async move {
+                let client = Client::open(info?)?;
+                let mut pubsub = tokio::time::timeout(timeout, client.get_async_pubsub())
+                    .await
+                    .map_err(|_| redis::RedisError::from((redis::ErrorKind::Io, "pub/sub connect timed out")))??;
+                pubsub.subscribe(&channel).await?;
+                redis::RedisResult::Ok((pubsub, url))
+            }
+        };
+        let backoff = match tokio::select! { _ = stop.changed() => return, r = session => r } {
+            Ok((pubsub, url)) => {
+                attempt = 0;
+                if let Some(shared) = weak.upgrade() {
+                    shared.resync.notify_one();
+                }
+                tracing::debug!(target: "switchyard::state", url = %mask_credentials(&url), "subscribed to cooldown messages");
+                let mut messages = pubsub.into_on_message();
+                loop {
+                    let msg = tokio::select! { _ = stop.changed() => return, m = messages.next() => m };
+                    let Some(msg) = msg else { break };
+                    let Some(shared) = weak.upgrade() else { return };
+                    if let Ok(payload) = msg.get_payload::<String>() {
+                        shared.apply(&payload);
+                    }
+                }
+                Duration::from_millis(50)
+            }
+            Err(_) => Duration::from_millis(100 * (attempt.min(10) as u64)),
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            () = tokio::time::sleep(backoff) => {}
+        }
+    }
+}
