@@ -331,6 +331,16 @@ impl StateStore {
         }
     }
 
+    /// Waits until the bookkeeping queued so far (detached writes) has reached the backend: at
+    /// once in memory. Call it on shutdown so the last requests' counts and spend are not lost.
+    pub async fn flush(&self) {
+        match &self.backend {
+            Backend::Memory(_) => {}
+            #[cfg(feature = "redis")]
+            Backend::Redis(r) => r.flush().await,
+        }
+    }
+
     /// The Redis backend's counters (round trips, errors, degraded mode); `None` for memory.
     #[cfg(feature = "redis")]
     pub fn redis_stats(&self) -> Option<RedisStats> {

@@ -123,6 +123,8 @@ pub(super) struct Shared {
     spends: DashMap<Arc<str>, Cached<SpendCache>>,
     affinity: DashMap<Arc<str>, Cached<AffinityCache>>,
     writes: mpsc::Sender<BoxFuture<'static, ()>>,
+    /// Detached writes queued or running.
+    pending: Arc<tokio::sync::watch::Sender<usize>>,
     resync: tokio::sync::Notify,
 }
 
@@ -189,6 +191,7 @@ impl RedisBackend {
             .map_err(|_| StoreError::new("redis: the Redis backend must be created inside a Tokio runtime"))?;
         let (writes, queue) = mpsc::channel(config.write_queue);
         let keys = Keys::new(config.key_prefix());
+        let pending = Arc::new(tokio::sync::watch::Sender::new(0));
         let shared = Arc::new(Shared {
             keys,
             store,
@@ -209,12 +212,13 @@ impl RedisBackend {
             spends: DashMap::new(),
             affinity: DashMap::new(),
             writes,
+            pending: pending.clone(),
             resync: tokio::sync::Notify::new(),
             config,
         });
         metrics::gauge!("switchyard_state_redis_degraded").set(1.0);
         let (shutdown, stop) = tokio::sync::watch::channel(());
-        runtime.spawn(sync::writer(queue));
+        runtime.spawn(sync::writer(queue, pending));
         runtime.spawn(sync::supervise(Arc::downgrade(&shared), stop.clone()));
         runtime.spawn(sync::subscribe(Arc::downgrade(&shared), stop));
         Ok(Self { shared, _shutdown: shutdown })
@@ -251,6 +255,12 @@ impl RedisBackend {
     /// Runs `work` off the request path: queued for the background writer.
     pub(super) fn detach(&self, work: BoxFuture<'static, ()>) {
         self.shared.detach(work);
+    }
+
+    /// Waits until every detached write queued so far has run.
+    pub(super) async fn flush(&self) {
+        let mut rx = self.shared.pending.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
@@ -570,7 +580,9 @@ impl Shared {
     }
 
     fn detach(&self, work: BoxFuture<'static, ()>) {
+        self.pending.send_modify(|n| *n += 1);
         if self.writes.try_send(work).is_err() {
+            self.pending.send_modify(|n| *n = n.saturating_sub(1));
             self.dropped.fetch_add(1, Relaxed);
             metrics::counter!("switchyard_state_redis_dropped_writes_total").increment(1);
         }

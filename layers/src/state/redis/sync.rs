@@ -29,7 +29,8 @@ const WRITER_CONCURRENCY: usize = 64;
 const CACHE_IDLE: Duration = Duration::from_secs(60);
 
 /// Runs detached writes until every sender is gone.
-pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>) {
+pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pending: Arc<watch::Sender<usize>>) {
+    let done = || pending.send_modify(|n| *n = n.saturating_sub(1));
     let mut running = FuturesUnordered::new();
     loop {
         tokio::select! {
@@ -37,10 +38,12 @@ pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>) {
                 Some(work) => running.push(work),
                 None => break,
             },
-            Some(()) = running.next(), if !running.is_empty() => {}
+            Some(()) = running.next(), if !running.is_empty() => done(),
         }
     }
-    while running.next().await.is_some() {}
+    while running.next().await.is_some() {
+        done();
+    }
 }
 
 /// The connection settings of one URL, with the configured password.
