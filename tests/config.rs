@@ -864,3 +864,349 @@ fn bad_affinity_settings_are_rejected_naming_the_path() {
     let yaml = format!("{m}router_settings: {{ deployment_affinity: 5 }}\n");
     assert_err(&yaml, ConfigErrorKind::Type, "router_settings.deployment_affinity", "must be true");
 }
+
+// ---- Redis ---------------------------------------------------------------------------------
+
+#[test]
+fn every_redis_key_parses() {
+    let c = load(
+        "router_settings:
+  redis_url: 'redis://:url-pw@cache:6380/2'
+  redis_password: pw
+  redis_namespace: prod-gateway
+  redis_ssl: false
+  redis_budgets_fail_closed: yes
+  redis_response_timeout: 0.5
+",
+    )
+    .expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert_eq!(r.url.as_deref(), Some("redis://:url-pw@cache:6380/2"));
+    assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("pw"));
+    assert_eq!(r.namespace.as_deref(), Some("prod-gateway"));
+    assert!(!r.ssl);
+    assert!(r.budgets_fail_closed);
+    assert_eq!(r.response_timeout, Some(Duration::from_millis(500)));
+    assert!(r.startup_nodes.is_empty());
+    assert!(c.warnings.is_empty(), "{:#?}", c.warnings);
+
+    let c = load(
+        "router_settings:
+  redis_startup_nodes:
+    - { host: node-a, port: 7000 }
+    - { host: node-b, port: '7001' }
+    - { host: node-c }
+    - 'redis://:pw@node-d:7003'
+  redis_ssl: 'off'
+  redis_response_timeout: '2'
+",
+    )
+    .expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert_eq!(
+        r.startup_nodes,
+        ["redis://node-a:7000", "redis://node-b:7001", "redis://node-c:6379", "redis://:pw@node-d:7003"]
+    );
+    assert_eq!(r.response_timeout, Some(Duration::from_secs(2)));
+    assert!(!r.ssl && !r.budgets_fail_closed);
+    assert_eq!((r.url.as_deref(), r.host.as_deref(), r.port, r.namespace.as_deref()), (None, None, None, None));
+
+    // Every key resolves `os.environ/NAME`, nested startup nodes included.
+    let env = |name: &str| match name {
+        "NS" => Some("from-env".to_owned()),
+        "NODE_HOST" => Some("node-env".to_owned()),
+        "NODE_PORT" => Some("7100".to_owned()),
+        "SSL" => Some("true".to_owned()),
+        "FAIL_CLOSED" => Some("true".to_owned()),
+        "TIMEOUT" => Some("3".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_yaml_str_with_env(
+        "router_settings:
+  redis_startup_nodes: [{ host: os.environ/NODE_HOST, port: os.environ/NODE_PORT }]
+  redis_namespace: os.environ/NS
+  redis_ssl: os.environ/SSL
+  redis_budgets_fail_closed: os.environ/FAIL_CLOSED
+  redis_response_timeout: os.environ/TIMEOUT
+",
+        &env,
+    )
+    .expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert_eq!(r.startup_nodes, ["rediss://node-env:7100"]);
+    assert_eq!(r.namespace.as_deref(), Some("from-env"));
+    assert!(r.ssl && r.budgets_fail_closed);
+    assert_eq!(r.response_timeout, Some(Duration::from_secs(3)));
+
+    assert!(load("router_settings: { num_retries: 1 }").expect("loads").settings.redis.is_none());
+}
+
+#[test]
+fn redis_url_wins_over_host_and_port_which_are_warned_about() {
+    let c = load("router_settings: { redis_url: 'redis://cache:6379', redis_host: other, redis_port: 7000 }")
+        .expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert_eq!(r.url.as_deref(), Some("redis://cache:6379"));
+    for key in ["redis_host", "redis_port"] {
+        let expected = format!("`router_settings.{key}` is ignored: `router_settings.redis_url` is set and wins");
+        assert!(c.warnings.contains(&expected), "{:#?}", c.warnings);
+    }
+}
+
+#[test]
+fn redis_startup_nodes_mean_a_cluster_and_win_over_host_and_port() {
+    let c =
+        load("router_settings: { redis_startup_nodes: [{ host: a, port: 7000 }], redis_host: other }").expect("loads");
+    assert_eq!(c.settings.redis.as_ref().expect("redis").startup_nodes, ["redis://a:7000"]);
+    assert!(
+        c.warnings.iter().any(|w| w.contains("`router_settings.redis_host` is ignored")
+            && w.contains("`router_settings.redis_startup_nodes` is set and wins")),
+        "{:#?}",
+        c.warnings
+    );
+    // A URL is one server, startup nodes a cluster: both is a contradiction.
+    assert_err(
+        "router_settings: { redis_startup_nodes: ['redis://a:7000'], redis_url: 'redis://b:6379' }",
+        ConfigErrorKind::Invalid,
+        "router_settings.redis_startup_nodes",
+        "not both",
+    );
+    // Keys of a node Switchyard does not read are warned about, once.
+    let c = load("router_settings: { redis_startup_nodes: [{ host: a, role: primary }, { host: b, role: replica }] }")
+        .expect("loads");
+    let node_warnings: Vec<&String> = c.warnings.iter().filter(|w| w.contains(".role")).collect();
+    assert_eq!(node_warnings.len(), 1, "{:#?}", c.warnings);
+    assert!(node_warnings[0].contains("router_settings.redis_startup_nodes[0].role"), "{node_warnings:?}");
+}
+
+#[test]
+fn redis_ssl_selects_rediss_for_urls_built_from_parts_and_a_port_defaults_to_6379() {
+    let c = load("router_settings: { redis_host: cache, redis_ssl: true, redis_startup_nodes: [{ host: '::1' }] }")
+        .expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert!(r.ssl);
+    assert_eq!(r.startup_nodes, ["rediss://[::1]:6379"]);
+
+    let c = load("router_settings: { redis_host: cache }").expect("loads");
+    let r = c.settings.redis.as_ref().expect("redis");
+    assert_eq!((r.host.as_deref(), r.port, r.ssl), (Some("cache"), None, false));
+
+    // `redis_ssl` does not rewrite a URL the config spells out: a redis:// URL with it is refused.
+    assert_err(
+        "router_settings: { redis_url: 'redis://cache', redis_ssl: true }",
+        ConfigErrorKind::Invalid,
+        "router_settings.redis_url",
+        "rediss://",
+    );
+    assert_err(
+        "router_settings: { redis_startup_nodes: ['rediss://a:7000', 'redis://b:7000'], redis_ssl: true }",
+        ConfigErrorKind::Invalid,
+        "router_settings.redis_startup_nodes[1]",
+        "rediss://",
+    );
+    assert!(load("router_settings: { redis_url: 'rediss://cache', redis_ssl: true }").is_ok());
+}
+
+#[test]
+fn redis_errors_name_their_paths() {
+    use ConfigErrorKind::{Invalid, Type};
+    let cases: [(&str, ConfigErrorKind, &str, &str); 20] = [
+        (
+            "redis_url: r, redis_namespace: 'a{b}'",
+            Invalid,
+            "router_settings.redis_namespace",
+            "must not contain braces",
+        ),
+        ("redis_url: r, redis_namespace: 'a b'", Invalid, "router_settings.redis_namespace", "whitespace"),
+        ("redis_url: r, redis_namespace: ''", Invalid, "router_settings.redis_namespace", "must not be empty"),
+        ("redis_url: r, redis_namespace: [a]", Type, "router_settings.redis_namespace", "string"),
+        ("redis_startup_nodes: 'redis://a:7000'", Type, "router_settings.redis_startup_nodes", "must be a list"),
+        ("redis_startup_nodes: { host: a }", Type, "router_settings.redis_startup_nodes", "must be a list"),
+        ("redis_startup_nodes: []", Invalid, "router_settings.redis_startup_nodes", "at least one node"),
+        (
+            "redis_startup_nodes: [{ host: a, port: 70000 }]",
+            Invalid,
+            "router_settings.redis_startup_nodes[0].port",
+            "65535",
+        ),
+        (
+            "redis_startup_nodes: [{ host: a }, { host: b, port: 0 }]",
+            Invalid,
+            "router_settings.redis_startup_nodes[1].port",
+            "between 1 and 65535",
+        ),
+        (
+            "redis_startup_nodes: [{ host: a, port: lots }]",
+            Type,
+            "router_settings.redis_startup_nodes[0].port",
+            "port number",
+        ),
+        (
+            "redis_startup_nodes: [{ port: 7000 }]",
+            Invalid,
+            "router_settings.redis_startup_nodes[0].host",
+            "is required",
+        ),
+        (
+            "redis_startup_nodes: [{ host: '' }]",
+            Invalid,
+            "router_settings.redis_startup_nodes[0].host",
+            "must not be empty",
+        ),
+        ("redis_startup_nodes: [7000]", Type, "router_settings.redis_startup_nodes[0]", "mapping or a redis:// URL"),
+        (
+            "redis_startup_nodes: ['a:7000']",
+            Invalid,
+            "router_settings.redis_startup_nodes[0]",
+            "must start with redis://",
+        ),
+        ("redis_url: 'http://cache:6379'", Invalid, "router_settings.redis_url", "must start with redis://"),
+        ("redis_url: 'redis://'", Invalid, "router_settings.redis_url", "names no host"),
+        ("redis_host: 'redis://cache'", Invalid, "router_settings.redis_host", "not a URL"),
+        ("redis_port: 6379", Invalid, "router_settings.redis_port", "needs `redis_host`"),
+        ("redis_host: cache, redis_response_timeout: 0", Invalid, "router_settings.redis_response_timeout", "> 0"),
+        ("redis_host: cache, redis_ssl: maybe", Type, "router_settings.redis_ssl", "true or false"),
+    ];
+    for (settings, kind, path, fragment) in cases {
+        let settings = settings.replace("redis_url: r,", "redis_url: 'redis://cache',");
+        assert_err(&format!("router_settings: {{ {settings} }}"), kind, path, fragment);
+    }
+    assert_err(
+        "router_settings: { redis_password: pw }",
+        Invalid,
+        "router_settings.redis_password",
+        "to say where Redis is",
+    );
+    assert_err("router_settings: { redis_host: cache, redis_port: 0 }", Invalid, "router_settings.redis_port", "got 0");
+}
+
+#[test]
+fn config_debug_never_shows_a_redis_password_wherever_it_is_written() {
+    for settings in [
+        "{ redis_host: cache, redis_password: hunter2 }",
+        "{ redis_url: 'redis://:hunter2@cache:6379/0' }",
+        "{ redis_url: 'rediss://user:hunter2@cache:6379/0', redis_password: hunter2 }",
+        "{ redis_startup_nodes: ['redis://:hunter2@a:7000', 'redis://user:hunter2@b:7001'] }",
+        "{ redis_startup_nodes: [{ host: a }], redis_password: hunter2 }",
+    ] {
+        let c = load(&format!("router_settings: {settings}")).expect("loads");
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(debug.contains("RedisSettings"), "{debug}");
+        let debug = format!("{:#?}", c.settings.redis);
+        assert!(!debug.contains("hunter2"), "{debug}");
+    }
+    let c = load("router_settings: { redis_startup_nodes: ['redis://:hunter2@a:7000'] }").expect("loads");
+    assert!(format!("{c:?}").contains("redis://***@a:7000"), "the rest of the URL is still shown");
+    // An error about a URL does not echo its credentials either.
+    let err = load_err("router_settings: { redis_url: 'http://:hunter2@cache' }");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+#[cfg(feature = "redis")]
+mod redis_backend {
+    use super::*;
+    use switchyard::layers::state::{RedisConfig, Topology};
+    use switchyard::{Router, RouterError, services::sim::SimProvider};
+
+    fn redis_config(settings: &str) -> RedisConfig {
+        let c = load(&format!("router_settings: {settings}")).expect("loads");
+        c.settings.redis.as_ref().expect("redis").to_redis_config().expect("a backend config")
+    }
+
+    #[test]
+    fn to_redis_config_carries_every_setting() {
+        let r = redis_config(
+            "{ redis_url: 'redis://:url-pw@cache:6380/2', redis_host: ignored, redis_password: pw, \
+             redis_namespace: prod, redis_budgets_fail_closed: true, redis_response_timeout: 0.1 }",
+        );
+        let defaults = RedisConfig::new("redis://x");
+        assert_eq!(r.topology, Topology::Single("redis://:url-pw@cache:6380/2".to_owned()));
+        assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("pw"), "redis_password overrides the URL's");
+        assert_eq!(r.namespace, "prod");
+        assert!(r.key_prefix().starts_with("prod:v"), "{}", r.key_prefix());
+        assert_eq!(r.response_timeout, Duration::from_millis(100));
+        assert!(r.budgets_fail_closed);
+        // What the config does not set keeps the backend's defaults.
+        assert_eq!(r.connect_timeout, defaults.connect_timeout);
+        assert_eq!(r.sync_interval, defaults.sync_interval);
+        assert_eq!(r.resync_interval, defaults.resync_interval);
+        assert_eq!(r.warn_interval, defaults.warn_interval);
+        assert_eq!(r.half_open_linger, defaults.half_open_linger);
+        assert_eq!(r.write_queue, defaults.write_queue);
+        assert!(r.validate().is_ok());
+
+        let r = redis_config("{ redis_host: cache }");
+        assert_eq!(r.topology, Topology::Single("redis://cache:6379".to_owned()));
+        assert!(r.password.is_none());
+        assert_eq!(r.namespace, defaults.namespace);
+        assert_eq!(r.response_timeout, defaults.response_timeout);
+        assert!(!r.budgets_fail_closed);
+
+        let r = redis_config("{ redis_host: cache, redis_port: 6380, redis_ssl: true }");
+        assert_eq!(r.topology, Topology::Single("rediss://cache:6380".to_owned()));
+
+        let r = redis_config(
+            "{ redis_startup_nodes: [{ host: a, port: 7000 }, 'redis://b:7001'], redis_host: x, redis_password: pw }",
+        );
+        assert_eq!(r.topology, Topology::Cluster(vec!["redis://a:7000".to_owned(), "redis://b:7001".to_owned()]));
+        assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("pw"));
+    }
+
+    #[test]
+    fn to_redis_config_checks_settings_built_in_code_naming_the_key() {
+        let c = load("router_settings: { redis_host: cache }").expect("loads");
+        let mut settings = c.settings.redis.clone().expect("redis");
+        settings.namespace = Some("{tag}".to_owned());
+        let err = settings.to_redis_config().expect_err("braces");
+        assert_eq!(err.path(), "router_settings.redis_namespace", "{err}");
+
+        let mut settings = c.settings.redis.clone().expect("redis");
+        settings.response_timeout = Some(Duration::ZERO);
+        let err = settings.to_redis_config().expect_err("zero timeout");
+        assert_eq!(err.path(), "router_settings.redis_response_timeout", "{err}");
+
+        let mut settings = c.settings.redis.clone().expect("redis");
+        settings.host = None;
+        let err = settings.to_redis_config().expect_err("no server");
+        assert_eq!(err.path(), "router_settings.redis_url", "{err}");
+    }
+
+    const ROUTER: &str = "model_list: [{ model_name: g, litellm_params: { model: openai/x } }]
+router_settings: { redis_url: 'redis://127.0.0.1:1', redis_namespace: config-test }
+";
+
+    #[test]
+    fn a_router_with_redis_settings_and_no_runtime_is_an_error_not_a_panic() {
+        let config = load(ROUTER).expect("loads");
+        let err = Router::from_config(&config, SimProvider::new(1)).expect_err("no runtime");
+        assert!(matches!(err, RouterError::Store(_)), "{err:?}");
+        assert!(err.to_string().contains("Tokio runtime"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_router_with_redis_settings_uses_the_redis_backend_even_when_redis_is_down() {
+        let config = load(ROUTER).expect("loads");
+        let router = Router::from_config(&config, SimProvider::new(1)).expect("builds degraded");
+        assert_eq!(router.store().backend_name(), "redis");
+        assert!(router.store().is_degraded());
+        let memory =
+            Router::from_config(&load("router_settings: { num_retries: 1 }").expect("loads"), SimProvider::new(1))
+                .expect("builds");
+        assert_eq!(memory.store().backend_name(), "memory");
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+#[test]
+fn without_the_redis_feature_a_router_with_redis_settings_is_refused_naming_the_key() {
+    use switchyard::{Router, RouterError, services::sim::SimProvider};
+    let config = load("router_settings: { redis_startup_nodes: [{ host: a }] }").expect("loads");
+    match Router::from_config(&config, SimProvider::new(1)) {
+        Err(RouterError::Config(e)) => {
+            assert_eq!(e.path(), "router_settings.redis_startup_nodes");
+            assert!(e.message().contains("enable the `redis` feature"), "{e}");
+        }
+        other => panic!("expected a config error, got {other:?}"),
+    }
+}

@@ -11,7 +11,17 @@ use super::{ConfigError, ConfigErrorKind};
 pub(crate) const PREFIX: &str = "os.environ/";
 
 /// The `router_settings` keys whose strings are resolved.
-const ROUTER_KEYS: [&str; 4] = ["redis_url", "redis_host", "redis_port", "redis_password"];
+const ROUTER_KEYS: [&str; 9] = [
+    "redis_url",
+    "redis_host",
+    "redis_port",
+    "redis_password",
+    "redis_namespace",
+    "redis_startup_nodes",
+    "redis_ssl",
+    "redis_budgets_fail_closed",
+    "redis_response_timeout",
+];
 
 /// Where variables come from: the config's own `environment_variables` first (LiteLLM exports
 /// them into the process environment before it resolves references), then `lookup`.

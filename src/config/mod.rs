@@ -35,6 +35,7 @@ mod convert;
 mod env;
 mod error;
 mod raw;
+mod redis;
 mod settings;
 mod validate;
 
@@ -51,6 +52,7 @@ use switchyard_layers::{
 };
 
 pub use error::{ConfigError, ConfigErrorKind};
+pub use redis::RedisSettings;
 
 /// A router configuration, read from a LiteLLM proxy config or built in code.
 ///
@@ -171,7 +173,8 @@ pub struct RouterSettings {
     /// When every deployment of a group is at its parallel-request limit, wait up to this long
     /// for a slot instead of failing (`wait_for_parallel_slot`, seconds, ours).
     pub wait_for_parallel_slot: Option<Duration>,
-    /// Shared-state backend (stored for a later release).
+    /// The Redis state backend (`redis_*` keys): cooldowns, usage, spend and affinity shared
+    /// between replicas. `None`: state lives in memory, per replica.
     pub redis: Option<RedisSettings>,
     /// Half-open recovery (`cooldown_probe`, ours): `None` when off.
     pub cooldown_probe: Option<ProbeConfig>,
@@ -227,43 +230,6 @@ impl Default for RouterSettings {
             budgets: BudgetConfig::default(),
             affinity: None,
         }
-    }
-}
-
-/// Where shared state lives (`redis_url`, or `redis_host` / `redis_port` / `redis_password`).
-/// `Debug` masks the password, also inside the URL.
-#[derive(Clone, Default, PartialEq)]
-#[non_exhaustive]
-pub struct RedisSettings {
-    /// `redis_url`, e.g. `redis://:secret@cache:6379/0`.
-    pub url: Option<String>,
-    /// `redis_host`.
-    pub host: Option<String>,
-    /// `redis_port`.
-    pub port: Option<u16>,
-    /// `redis_password`.
-    pub password: Option<ApiKey>,
-}
-
-impl fmt::Debug for RedisSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisSettings")
-            .field("url", &self.url.as_deref().map(mask_url_credentials))
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("password", &self.password)
-            .finish()
-    }
-}
-
-/// `redis://user:pass@host` -> `redis://***@host`.
-fn mask_url_credentials(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) if scheme.is_empty() => format!("***{}", &rest[at..]),
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_owned(),
     }
 }
 
@@ -326,14 +292,6 @@ impl fmt::Debug for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redis_url_credentials_are_masked() {
-        assert_eq!(mask_url_credentials("redis://:hunter2@cache:6379/0"), "redis://***@cache:6379/0");
-        assert_eq!(mask_url_credentials("rediss://u:p@h/0?x=@"), "rediss://***@h/0?x=@");
-        assert_eq!(mask_url_credentials("redis://cache:6379"), "redis://cache:6379");
-        assert_eq!(mask_url_credentials("u:p@h"), "***@h");
-    }
 
     #[test]
     fn defaults_are_litellm_defaults() {

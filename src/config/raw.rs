@@ -249,6 +249,12 @@ pub(crate) struct RawRouterSettings {
     pub(crate) redis_host: Option<String>,
     pub(crate) redis_port: Option<Num>,
     pub(crate) redis_password: Option<String>,
+    pub(crate) redis_namespace: Option<String>,
+    /// `[{host, port}, ...]` or `["redis://host:port", ...]`: a Redis Cluster.
+    pub(crate) redis_startup_nodes: Option<Value>,
+    pub(crate) redis_ssl: Option<Flag>,
+    pub(crate) redis_budgets_fail_closed: Option<Flag>,
+    pub(crate) redis_response_timeout: Option<Num>,
     pub(crate) seed: Option<Num>,
     pub(crate) cooldown_probe: Option<Value>,
     pub(crate) skip_unsupported_providers: Option<Flag>,

@@ -27,7 +27,7 @@ use switchyard_layers::{
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
 use tower::{Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
 
-use crate::{Config, ConfigError};
+use crate::{Config, ConfigError, config::RedisSettings};
 
 /// The routing stack as a type-erased, cloneable tower service.
 pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
@@ -59,6 +59,10 @@ pub enum RouterError {
     Select(SelectConfigError),
     /// The HTTP provider could not be built (CA bundle, proxy).
     Provider(ProviderError),
+    /// The Redis state backend the config selects could not start: settings it refused, or no
+    /// Tokio runtime to run its background tasks on (build the router inside one). An
+    /// unreachable Redis is not an error: the backend starts degraded and connects later.
+    Store(StoreError),
 }
 
 impl fmt::Display for RouterError {
@@ -68,6 +72,7 @@ impl fmt::Display for RouterError {
             Self::Registry(e) => e.fmt(f),
             Self::Select(e) => e.fmt(f),
             Self::Provider(e) => e.fmt(f),
+            Self::Store(e) => e.fmt(f),
         }
     }
 }
@@ -79,6 +84,7 @@ impl std::error::Error for RouterError {
             Self::Registry(e) => Some(e),
             Self::Select(e) => Some(e),
             Self::Provider(e) => Some(e),
+            Self::Store(e) => Some(e),
         }
     }
 }
@@ -114,8 +120,9 @@ impl fmt::Debug for RouterBuilder<'_> {
 }
 
 impl RouterBuilder<'_> {
-    /// Routes with this store instead of a fresh in-memory one (share it between routers, or
-    /// inspect it in tests).
+    /// Routes with this store instead of the one the config selects (a fresh in-memory one, or
+    /// the Redis backend when `router_settings` sets `redis_*` keys): share it between routers,
+    /// or inspect it in tests.
     pub fn store(mut self, store: Arc<StateStore>) -> Self {
         self.store = Some(store);
         self
@@ -155,6 +162,11 @@ impl RouterBuilder<'_> {
     }
 
     /// Builds the default stack around `provider`.
+    ///
+    /// When the config sets `redis_*` keys (and no [`store`](Self::store) was given), the state
+    /// lives in Redis: call this inside a Tokio runtime, which runs the backend's background
+    /// tasks; outside one it returns [`RouterError::Store`]. Without the `redis` feature such a
+    /// config is refused with [`RouterError::Config`].
     pub fn build<P>(self, provider: P) -> Result<Router, RouterError>
     where
         P: Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError>
@@ -174,11 +186,10 @@ impl RouterBuilder<'_> {
             registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
         }
         warm_tokenizers(config);
-        let store = self.store.unwrap_or_else(|| {
-            let mut store_config = StoreConfig::default();
-            store_config.latency = config.latency;
-            Arc::new(StateStore::memory_with(store_config))
-        });
+        let store = match self.store {
+            Some(store) => store,
+            None => default_store(config)?,
+        };
         let strategies = Strategies::from_routing_groups(
             config.routing_strategy.build_with(&config.strategy_args),
             &config.routing_groups,
@@ -213,6 +224,41 @@ impl RouterBuilder<'_> {
         );
         Ok(Router { registry, store, cooldown, service })
     }
+}
+
+/// The store the config selects: Redis when `router_settings` sets `redis_*` keys, else memory.
+fn default_store(config: &Config) -> Result<Arc<StateStore>, RouterError> {
+    let mut store_config = StoreConfig::default();
+    store_config.latency = config.latency;
+    match &config.settings.redis {
+        Some(redis) => redis_store(redis, store_config).map(Arc::new),
+        None => {
+            tracing::info!(target: "switchyard::router", backend = "memory", "state store: in memory, per replica");
+            Ok(Arc::new(StateStore::memory_with(store_config)))
+        }
+    }
+}
+
+#[cfg(feature = "redis")]
+fn redis_store(redis: &RedisSettings, store_config: StoreConfig) -> Result<StateStore, RouterError> {
+    let redis_config = redis.to_redis_config()?;
+    let server = redis.check().map(|t| t.masked()).unwrap_or_default();
+    tracing::info!(
+        target: "switchyard::router",
+        backend = "redis",
+        namespace = %redis_config.namespace,
+        server = %server,
+        "state store: Redis, shared between replicas"
+    );
+    StateStore::redis_with(redis_config, store_config).map_err(RouterError::Store)
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_store(redis: &RedisSettings, _: StoreConfig) -> Result<StateStore, RouterError> {
+    Err(RouterError::Config(ConfigError::invalid(
+        redis.path(),
+        "this build has no Redis support; enable the `redis` feature of switchyard",
+    )))
 }
 
 /// Loads the tokenizers the pre-call checks will need (a TPM limit or a context window) on a

@@ -565,11 +565,17 @@ impl Shared {
         u64::try_from(window.as_millis()).unwrap_or(u64::MAX).div_ceil(res_ms).max(1)
     }
 
+    /// The handles for an operation: on the request path, or, inside the background writer
+    /// (bookkeeping that calls the store's awaited operations), counted as background.
     fn request_handle(&self) -> Option<Handles> {
         if self.degraded.load(Relaxed) {
             return None;
         }
-        self.handles.load_full().map(|h| (*h).clone())
+        let h = self.handles.load_full()?;
+        if sync::in_background() {
+            return Some(Handles { request: h.background.clone(), background: h.background.clone() });
+        }
+        Some((*h).clone())
     }
 
     fn background_handle(&self) -> Option<Counted> {

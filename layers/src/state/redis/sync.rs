@@ -28,6 +28,16 @@ const WRITER_CONCURRENCY: usize = 64;
 /// A usage or spend entry no request read for this long is dropped from the cache.
 const CACHE_IDLE: Duration = Duration::from_secs(60);
 
+tokio::task_local! {
+    /// Set while the writer runs a detached write.
+    static BACKGROUND: ();
+}
+
+/// Whether the caller runs on the background writer.
+pub(super) fn in_background() -> bool {
+    BACKGROUND.try_with(|()| ()).is_ok()
+}
+
 /// Runs detached writes until every sender is gone.
 pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pending: Arc<watch::Sender<usize>>) {
     let done = || pending.send_modify(|n| *n = n.saturating_sub(1));
@@ -35,7 +45,7 @@ pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pe
     loop {
         tokio::select! {
             next = queue.recv(), if running.len() < WRITER_CONCURRENCY => match next {
-                Some(work) => running.push(work),
+                Some(work) => running.push(BACKGROUND.scope((), work)),
                 None => break,
             },
             Some(()) = running.next(), if !running.is_empty() => done(),

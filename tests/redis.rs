@@ -1,0 +1,191 @@
+//! Several routers (gateway replicas) sharing one Redis, through the whole default stack: exact
+//! shared limits, at most one Redis round trip per attempt, cooldowns set by one replica honoured
+//! by the others, and no failed request while Redis is down.
+#![cfg(feature = "redis")]
+
+#[path = "../layers/tests/support/redis.rs"]
+mod redis_support;
+
+use std::{sync::Arc, time::Duration};
+
+use redis_support::RedisServer;
+use switchyard::{
+    Config, RouteErrorKind, Router,
+    layers::{
+        StateStore,
+        state::{CooldownState, RedisConfig},
+    },
+    services::{
+        openai::{ChatMessage, ChatRequest},
+        sim::{Latency, SimFailure, SimProfile, SimProvider},
+    },
+};
+
+const CONFIG: &str = r#"
+model_list:
+  - model_name: limited
+    litellm_params: { model: openai/gpt-4o, rpm: 100 }
+    model_info: { id: limited-1 }
+  - model_name: open
+    litellm_params: { model: openai/gpt-4o }
+    model_info: { id: open-1 }
+  - model_name: open
+    litellm_params: { model: openai/gpt-4o }
+    model_info: { id: open-2 }
+  - model_name: pair
+    litellm_params: { model: openai/gpt-4o, rpm: 1000000 }
+    model_info: { id: pair-ok }
+  - model_name: pair
+    litellm_params: { model: openai/gpt-4o, rpm: 1000000 }
+    model_info: { id: pair-bad }
+router_settings:
+  num_retries: 2
+  allowed_fails: 0
+  cooldown_time: 60
+"#;
+
+fn sim() -> SimProvider {
+    let fast = SimProfile::builder().latency(Latency::ZERO).ttft(Latency::ZERO).chunk_delay(Latency::ZERO);
+    let bad = fast.clone().error_latency(Latency::ZERO).fail(SimFailure::InternalError, 1.0);
+    SimProvider::new(7).default_profile(fast.build().unwrap()).profile("pair-bad", bad.build().unwrap())
+}
+
+fn hello(model: &str) -> ChatRequest {
+    ChatRequest::new(model, vec![ChatMessage::user("hello")])
+}
+
+/// `n` routers with their own stores on one Redis namespace: `n` replicas of one gateway.
+async fn replicas(server: &RedisServer, namespace: &str, n: usize) -> Vec<(Router, Arc<StateStore>)> {
+    let config = Config::from_yaml_str(CONFIG).unwrap();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let redis = RedisConfig::new(server.url())
+            .namespace(namespace)
+            .connect_timeout(Duration::from_millis(300))
+            .response_timeout(Duration::from_millis(300));
+        let store = Arc::new(StateStore::redis(redis).unwrap());
+        tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connected");
+        let router = Router::builder(&config).store(store.clone()).seed(i as u64).build(sim()).unwrap();
+        out.push((router, store));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_serve_exactly_the_shared_rpm() {
+    let server = RedisServer::start();
+    let replicas = Arc::new(replicas(&server, "exact", 3).await);
+    let calls = (0..1000).map(|i| {
+        let replicas = replicas.clone();
+        tokio::spawn(async move { replicas[i % 3].0.chat(hello("limited")).await })
+    });
+    let (mut served, mut limited) = (0, 0);
+    for r in futures_util::future::join_all(calls).await {
+        match r.unwrap() {
+            Ok(_) => served += 1,
+            Err(e) => {
+                assert_eq!(e.kind(), RouteErrorKind::RateLimited, "{e}");
+                assert!(e.retry_after().is_some(), "a refusal says when the window has room");
+                limited += 1;
+            }
+        }
+    }
+    assert_eq!((served, limited), (100, 900));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_costs_at_most_one_redis_round_trip() {
+    let server = RedisServer::start();
+    let replicas = replicas(&server, "round-trips", 1).await;
+    let (router, store) = &replicas[0];
+    // Warm up (loads the scripts).
+    router.chat(hello("limited")).await.unwrap();
+    store.flush().await;
+
+    let n = 50;
+    let before = store.redis_stats().unwrap();
+    for _ in 0..n {
+        router.chat(hello("open")).await.unwrap();
+    }
+    let after = store.redis_stats().unwrap();
+    assert_eq!(after.request_round_trips - before.request_round_trips, 0, "no limit: nothing to reserve");
+
+    let before = after;
+    for _ in 0..n {
+        router.chat(hello("limited")).await.unwrap();
+    }
+    let after = store.redis_stats().unwrap();
+    assert_eq!(after.request_round_trips - before.request_round_trips, n, "one reservation per attempt");
+
+    // Failing attempts too: the reservation is the only round trip; the cooldown rules run on the
+    // background writer.
+    let before = store.redis_stats().unwrap();
+    let mut attempts = 0;
+    for _ in 0..20 {
+        let answer = router.chat(hello("pair")).await.unwrap();
+        attempts += answer.served.attempts;
+    }
+    store.flush().await;
+    let after = store.redis_stats().unwrap();
+    assert_eq!(after.request_round_trips - before.request_round_trips, u64::from(attempts));
+    assert!(after.background_round_trips > before.background_round_trips, "bookkeeping went to the writer");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_benched_by_one_replica_is_avoided_by_the_others() {
+    let server = RedisServer::start();
+    let replicas = replicas(&server, "bench", 3).await;
+    // Each replica has read the group once (as every attempt does).
+    for (router, _) in &replicas {
+        router.chat(hello("pair")).await.unwrap();
+    }
+    // Replica 0 benches the failing deployment (allowed_fails: 0).
+    for _ in 0..10 {
+        replicas[0].0.chat(hello("pair")).await.unwrap();
+    }
+    replicas[0].1.flush().await;
+    let bad = switchyard::layers::DeploymentId::from("pair-bad");
+    for (_, store) in &replicas {
+        let mut changes = store.watch_cooldowns();
+        loop {
+            let state = store.cooldown_states(std::slice::from_ref(&bad)).await.unwrap().remove(0);
+            if matches!(state, CooldownState::CoolingDown(_)) {
+                break;
+            }
+            tokio::time::timeout(Duration::from_secs(5), changes.changed()).await.expect("propagated").unwrap();
+        }
+    }
+    // The other replicas now go straight to the healthy deployment.
+    for (router, _) in &replicas[1..] {
+        for _ in 0..20 {
+            let answer = router.chat(hello("pair")).await.unwrap();
+            assert_eq!(answer.served.deployment.as_str(), "pair-ok");
+            assert_eq!(answer.served.attempts, 1, "no attempt on the benched deployment");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_request_fails_while_redis_is_down() {
+    let mut server = RedisServer::start();
+    let replicas = Arc::new(replicas(&server, "outage", 2).await);
+    let load = |replicas: Arc<Vec<(Router, Arc<StateStore>)>>| async move {
+        let mut ok = 0;
+        for i in 0..200 {
+            let model = if i % 2 == 0 { "open" } else { "pair" };
+            replicas[i % 2].0.chat(hello(model)).await.expect("served, whatever Redis does");
+            ok += 1;
+        }
+        ok
+    };
+    assert_eq!(load(replicas.clone()).await, 200);
+    server.kill();
+    assert_eq!(load(replicas.clone()).await, 200);
+    assert!(replicas.iter().all(|(_, s)| s.is_degraded()));
+    server.restart();
+    for (_, store) in replicas.iter() {
+        tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("reconnected");
+    }
+    assert_eq!(load(replicas.clone()).await, 200);
+    assert!(replicas.iter().all(|(_, s)| !s.is_degraded()));
+}
