@@ -384,6 +384,8 @@ async fn readiness_counts_deployments_and_fails_without_any() {
     assert_eq!(v["status"], "ready");
     assert_eq!(v["deployments"], 4);
     assert_eq!(v["model_groups"], 3);
+    assert_eq!(v["state"]["backend"], "memory");
+    assert_eq!(v["state"]["degraded"], false);
 
     let empty = gateway_with("model_list: []", SimProvider::new(1));
     let answer = send(&empty, Request::get("/health/readiness").body(Body::empty()).expect("request")).await;

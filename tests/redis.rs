@@ -189,3 +189,41 @@ async fn no_request_fails_while_redis_is_down() {
     assert_eq!(load(replicas.clone()).await, 200);
     assert!(replicas.iter().all(|(_, s)| !s.is_degraded()));
 }
+
+#[cfg(feature = "gateway")]
+/// The gateway built from a LiteLLM config with `redis_url`: it starts while Redis is down,
+/// serves, and says in its readiness answer that it runs on local state until Redis answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_reports_the_degraded_mode_and_keeps_serving() {
+    use axum::body::Body;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    let mut server = RedisServer::start();
+    server.kill();
+    let yaml = format!("{CONFIG}  redis_url: {}\n  redis_namespace: gw\n  redis_response_timeout: 0.2\n", server.url());
+    let config = Config::from_yaml_str(&yaml).unwrap();
+    let gateway = switchyard::gateway::Gateway::builder(config).provider(sim()).build().unwrap();
+    let readiness = || async {
+        let req = http::Request::get("/health/readiness").body(Body::empty()).unwrap();
+        let resp = gateway.router().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), http::StatusCode::OK, "a degraded store keeps the gateway ready");
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap()
+    };
+    let v = readiness().await;
+    assert_eq!(v["state"], serde_json::json!({ "backend": "redis", "degraded": true }));
+    let chat = || {
+        let body = serde_json::json!({ "model": "open", "messages": [{ "role": "user", "content": "hi" }] });
+        http::Request::post("/v1/chat/completions")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    assert_eq!(gateway.router().oneshot(chat()).await.unwrap().status(), http::StatusCode::OK);
+
+    server.restart();
+    tokio::time::timeout(Duration::from_secs(10), gateway.routing().store().ready()).await.expect("connected");
+    assert_eq!(readiness().await["state"]["degraded"], false);
+    assert_eq!(gateway.router().oneshot(chat()).await.unwrap().status(), http::StatusCode::OK);
+}

@@ -66,6 +66,7 @@ impl Gateway {
         };
         tokio::select! {
             done = &mut server => {
+                self.flush_state().await;
                 tracing::info!("gateway stopped");
                 return done;
             }
@@ -78,6 +79,7 @@ impl Gateway {
         let _ = cut_tx.send(true);
         match tokio::time::timeout(AFTER_CUT, server).await {
             Ok(done) => {
+                self.flush_state().await;
                 tracing::info!("gateway stopped");
                 done
             }
@@ -85,6 +87,14 @@ impl Gateway {
                 tracing::warn!("connections still open after the cut-off; leaving them to the runtime");
                 Ok(())
             }
+        }
+    }
+
+    /// Lets the state backend's queued bookkeeping (counts, spend) reach it, for at most
+    /// [`AFTER_CUT`].
+    async fn flush_state(&self) {
+        if tokio::time::timeout(AFTER_CUT, self.shared.router.store().flush()).await.is_err() {
+            tracing::warn!("state writes still queued at shutdown were dropped");
         }
     }
 

@@ -24,9 +24,19 @@ pub(crate) struct Readiness {
     deployments: usize,
     model_groups: usize,
     cooling_down: Option<usize>,
+    state: StateStatus,
 }
 
-/// 200 when at least one deployment is registered, else 503; with counts either way.
+/// Where routing state lives, and whether this replica is on its own for now.
+#[derive(Serialize)]
+pub(crate) struct StateStatus {
+    backend: &'static str,
+    /// Redis is unreachable: routing continues on this replica's local state.
+    degraded: bool,
+}
+
+/// 200 when at least one deployment is registered, else 503; with counts and the state backend
+/// either way (a degraded Redis backend keeps the gateway ready: routing continues on local state).
 pub(crate) async fn readiness(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Readiness>) {
     let deployments = shared.router.registry().deployments();
     let model_groups = deployments.iter().map(|d| &d.group).collect::<HashSet<_>>().len();
@@ -39,6 +49,10 @@ pub(crate) async fn readiness(State(shared): State<Arc<Shared>>) -> (StatusCode,
         deployments: deployments.len(),
         model_groups,
         cooling_down,
+        state: StateStatus {
+            backend: shared.router.store().backend_name(),
+            degraded: shared.router.store().is_degraded(),
+        },
     };
     (status, Json(body))
 }
