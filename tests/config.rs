@@ -1154,6 +1154,23 @@ mod redis_backend {
     }
 
     #[test]
+    fn a_private_ca_is_read_from_redis_ssl_ca_certs() {
+        let dir = std::env::temp_dir().join(format!("switchyard-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let pem = dir.join("ca.pem");
+        std::fs::write(&pem, "-----BEGIN CERTIFICATE-----\n").expect("written");
+        let r =
+            redis_config(&format!("{{ redis_host: cache, redis_ssl: true, redis_ssl_ca_certs: '{}' }}", pem.display()));
+        assert_eq!(r.ca_cert_pem.as_deref(), Some(&b"-----BEGIN CERTIFICATE-----\n"[..]));
+
+        let c = load("router_settings: { redis_host: cache, redis_ssl_ca_certs: /no/such/ca.pem }").expect("loads");
+        let err = c.settings.redis.as_ref().expect("redis").to_redis_config().expect_err("unreadable");
+        assert_eq!(err.path(), "router_settings.redis_ssl_ca_certs", "{err}");
+        assert!(err.to_string().contains("/no/such/ca.pem"), "{err}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn to_redis_config_checks_settings_built_in_code_naming_the_key() {
         let c = load("router_settings: { redis_host: cache }").expect("loads");
         let mut settings = c.settings.redis.clone().expect("redis");

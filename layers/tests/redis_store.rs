@@ -461,3 +461,115 @@ async fn keys_are_namespaced_versioned_and_expire() {
         assert!(ttl > 0, "{k} has no TTL ({ttl})");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// TLS: `rediss://` through rustls, verified against a private CA.
+
+/// A redis-server speaking only TLS, with a certificate from a CA made for the test.
+struct TlsServer {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl").args(args).current_dir(dir).output().expect("openssl runs");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn tls_server() -> TlsServer {
+    let dir = std::env::temp_dir().join(format!("switchyard-tls-{}-{}", std::process::id(), namespace("tls")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &dir,
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=switchyard-test-ca"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &dir,
+        &[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]].concat(),
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "1",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = std::process::Command::new("redis-server")
+        .args([
+            "--port",
+            "0",
+            "--tls-port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--tls-cert-file", "server.crt", "--tls-key-file", "server.key", "--tls-ca-cert-file", "ca.crt"])
+        .args(["--tls-auth-clients", "no", "--dir", "."])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server runs (scripts/test installs it)");
+    TlsServer { child, dir, port }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_connections_are_verified_against_the_configured_ca() {
+    let server = tls_server();
+    let url = format!("rediss://127.0.0.1:{}", server.port);
+    let ca = std::fs::read(server.dir.join("ca.crt")).unwrap();
+    let store = StateStore::redis(RedisConfig::new(url.clone()).namespace(namespace("tls")).ca_cert_pem(ca)).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connected over TLS");
+    let d = id("tls");
+    assert!(matches!(
+        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await.unwrap(),
+        Admission::Admitted(_)
+    ));
+    assert!(matches!(
+        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await.unwrap(),
+        Admission::Full { .. }
+    ));
+    assert_eq!(store.redis_stats().unwrap().errors, 0);
+
+    // Without the CA, the platform's roots do not trust the server: no connection, local state.
+    let untrusted = StateStore::redis(
+        RedisConfig::new(url).namespace(namespace("tls")).connect_timeout(Duration::from_millis(300)),
+    )
+    .unwrap();
+    let connected = tokio::time::timeout(Duration::from_millis(1500), untrusted.ready()).await;
+    assert!(connected.is_err(), "an unverified server must not be used");
+    assert!(untrusted.is_degraded());
+}

@@ -11,7 +11,7 @@ use super::{ConfigError, ConfigErrorKind};
 pub(crate) const PREFIX: &str = "os.environ/";
 
 /// The `router_settings` keys whose strings are resolved.
-const ROUTER_KEYS: [&str; 9] = [
+const ROUTER_KEYS: [&str; 10] = [
     "redis_url",
     "redis_host",
     "redis_port",
@@ -19,6 +19,7 @@ const ROUTER_KEYS: [&str; 9] = [
     "redis_namespace",
     "redis_startup_nodes",
     "redis_ssl",
+    "redis_ssl_ca_certs",
     "redis_budgets_fail_closed",
     "redis_response_timeout",
 ];

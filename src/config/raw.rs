@@ -253,6 +253,7 @@ pub(crate) struct RawRouterSettings {
     /// `[{host, port}, ...]` or `["redis://host:port", ...]`: a Redis Cluster.
     pub(crate) redis_startup_nodes: Option<Value>,
     pub(crate) redis_ssl: Option<Flag>,
+    pub(crate) redis_ssl_ca_certs: Option<String>,
     pub(crate) redis_budgets_fail_closed: Option<Flag>,
     pub(crate) redis_response_timeout: Option<Num>,
     pub(crate) seed: Option<Num>,

@@ -44,6 +44,10 @@ pub struct RedisSettings {
     /// `redis_response_timeout`: longest wait for a Redis reply (the backend's default, 250 ms,
     /// when `None`); a request-path call that times out is answered from local state.
     pub response_timeout: Option<Duration>,
+    /// `redis_ssl_ca_certs` (LiteLLM's `ssl_ca_certs`): a PEM file of root certificates that
+    /// `rediss://` servers are verified against instead of the platform's (a private CA). Read
+    /// when the backend is built.
+    pub ca_certs: Option<std::path::PathBuf>,
 }
 
 /// The server or servers the settings point at.
@@ -184,6 +188,12 @@ impl RedisSettings {
             config = config.response_timeout(timeout);
         }
         config = config.budgets_fail_closed(self.budgets_fail_closed);
+        if let Some(path) = &self.ca_certs {
+            let pem = std::fs::read(path).map_err(|e| {
+                ConfigError::invalid(at("redis_ssl_ca_certs"), format!("cannot read `{}`: {e}", path.display()))
+            })?;
+            config = config.ca_cert_pem(pem);
+        }
         config.validate().map_err(|message| {
             let key = if message.starts_with("namespace") {
                 "redis_namespace"
@@ -208,6 +218,7 @@ impl fmt::Debug for RedisSettings {
             .field("password", &self.password)
             .field("startup_nodes", &nodes)
             .field("ssl", &self.ssl)
+            .field("ca_certs", &self.ca_certs)
             .field("namespace", &self.namespace)
             .field("budgets_fail_closed", &self.budgets_fail_closed)
             .field("response_timeout", &self.response_timeout)

@@ -299,6 +299,7 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
         ssl: rs.redis_ssl,
         budgets_fail_closed: rs.redis_budgets_fail_closed,
         response_timeout: rs.redis_response_timeout,
+        ca_certs: rs.redis_ssl_ca_certs,
     };
     s.redis = redis(keys, w)?;
     c.seed = opt(rs.seed, || at("seed"), to_u64)?;
@@ -340,6 +341,7 @@ struct RedisKeys {
     ssl: Option<Flag>,
     budgets_fail_closed: Option<Flag>,
     response_timeout: Option<Num>,
+    ca_certs: Option<String>,
 }
 
 /// The `redis_*` keys; `None` when none is set. Checked here (precedence, URLs, namespace), so a
@@ -359,7 +361,8 @@ fn redis(rs: RedisKeys, w: &mut Warnings) -> Result<Option<RedisSettings>, Confi
         || nodes.is_some()
         || ssl.is_some()
         || budgets_fail_closed.is_some()
-        || response_timeout.is_some();
+        || response_timeout.is_some()
+        || rs.ca_certs.is_some();
     if !any_set {
         return Ok(None);
     }
@@ -373,6 +376,7 @@ fn redis(rs: RedisKeys, w: &mut Warnings) -> Result<Option<RedisSettings>, Confi
         namespace: rs.namespace,
         budgets_fail_closed: budgets_fail_closed.unwrap_or(false),
         response_timeout,
+        ca_certs: rs.ca_certs.map(std::path::PathBuf::from),
     };
     redis.check()?;
     let winner = if !redis.startup_nodes.is_empty() {

@@ -61,6 +61,9 @@ pub struct RedisConfig {
     /// Most detached writes queued for the background writer (10,000); past it, writes are applied
     /// locally only and counted as dropped.
     pub write_queue: usize,
+    /// PEM root certificate(s) that `rediss://` servers are verified against instead of the
+    /// platform's roots (a private CA).
+    pub ca_cert_pem: Option<Vec<u8>>,
 }
 
 impl RedisConfig {
@@ -91,7 +94,15 @@ impl RedisConfig {
             half_open_linger: Duration::from_secs(3600),
             budgets_fail_closed: false,
             write_queue: 10_000,
+            ca_cert_pem: None,
         }
+    }
+
+    /// Verifies `rediss://` servers against these PEM root certificates (a private CA) instead of
+    /// the platform's.
+    pub fn ca_cert_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.ca_cert_pem = Some(pem.into());
+        self
     }
 
     /// Sets the password (overrides the URL's).
@@ -202,6 +213,7 @@ impl fmt::Debug for RedisConfig {
             .field("half_open_linger", &self.half_open_linger)
             .field("budgets_fail_closed", &self.budgets_fail_closed)
             .field("write_queue", &self.write_queue)
+            .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(|p| format!("{} bytes", p.len())))
             .finish()
     }
 }

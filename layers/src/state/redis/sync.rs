@@ -68,11 +68,24 @@ fn connection_info(shared: &Shared, url: &str) -> redis::RedisResult<redis::Conn
     })
 }
 
+/// A client for one URL, verifying TLS servers against the configured CA when there is one.
+fn client(shared: &Shared, url: &str) -> redis::RedisResult<Client> {
+    let info = connection_info(shared, url)?;
+    match &shared.config.ca_cert_pem {
+        Some(pem) => Client::build_with_tls(info, certificates(pem)),
+        None => Client::open(info),
+    }
+}
+
+fn certificates(pem: &[u8]) -> redis::TlsCertificates {
+    redis::TlsCertificates { client_tls: None, root_cert: Some(pem.to_vec()) }
+}
+
 async fn connect(shared: &Shared) -> redis::RedisResult<Conn> {
     let c = &shared.config;
     match &c.topology {
         Topology::Single(url) => {
-            let client = Client::open(connection_info(shared, url)?)?;
+            let client = client(shared, url)?;
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(c.connect_timeout))
                 .set_response_timeout(Some(c.response_timeout))
@@ -82,11 +95,14 @@ async fn connect(shared: &Shared) -> redis::RedisResult<Conn> {
         }
         Topology::Cluster(nodes) => {
             let infos = nodes.iter().map(|n| connection_info(shared, n)).collect::<redis::RedisResult<Vec<_>>>()?;
-            let client = ClusterClientBuilder::new(infos)
+            let mut builder = ClusterClientBuilder::new(infos)
                 .connection_timeout(c.connect_timeout)
                 .response_timeout(c.response_timeout)
-                .retries(1)
-                .build()?;
+                .retries(1);
+            if let Some(pem) = &c.ca_cert_pem {
+                builder = builder.certs(certificates(pem));
+            }
+            let client = builder.build()?;
             Ok(Conn::Cluster(client.get_async_connection().await?))
         }
     }
@@ -272,10 +288,10 @@ pub(super) async fn subscribe(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
             let url = urls[attempt % urls.len()].clone();
             attempt += 1;
             let channel = shared.keys.channel().to_owned();
-            let info = connection_info(&shared, &url);
+            let client = client(&shared, &url);
             let timeout = shared.config.connect_timeout;
             async move {
-                let client = Client::open(info?)?;
+                let client = client?;
                 let mut pubsub = tokio::time::timeout(timeout, client.get_async_pubsub())
                     .await
                     .map_err(|_| redis::RedisError::from((redis::ErrorKind::Io, "pub/sub connect timed out")))??;
