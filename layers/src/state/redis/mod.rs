@@ -125,7 +125,10 @@ pub(super) struct Shared {
     writes: mpsc::Sender<BoxFuture<'static, ()>>,
     /// Detached writes queued or running.
     pending: Arc<tokio::sync::watch::Sender<usize>>,
+    /// Wakes the supervisor early (a first read, an outage, a new subscription).
     resync: tokio::sync::Notify,
+    /// Re-read every cooldown at the next wake-up (messages may have been missed).
+    resync_now: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -214,6 +217,7 @@ impl RedisBackend {
             writes,
             pending: pending.clone(),
             resync: tokio::sync::Notify::new(),
+            resync_now: AtomicBool::new(false),
             config,
         });
         metrics::gauge!("switchyard_state_redis_degraded").set(1.0);

@@ -140,7 +140,8 @@ pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
                     }
                 } else {
                     refresh(&shared, &mut bg).await;
-                    if last_resync.is_none_or(|at| at.elapsed() >= shared.config.resync_interval) {
+                    let due = last_resync.is_none_or(|at| at.elapsed() >= shared.config.resync_interval);
+                    if shared.resync_now.swap(false, Relaxed) || due {
                         resync(&shared, &mut bg).await;
                         last_resync = Some(Instant::now());
                     }
@@ -303,6 +304,7 @@ pub(super) async fn subscribe(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
             Ok((pubsub, url)) => {
                 attempt = 0;
                 if let Some(shared) = weak.upgrade() {
+                    shared.resync_now.store(true, Relaxed);
                     shared.resync.notify_one();
                 }
                 tracing::debug!(target: "switchyard::state", url = %mask_credentials(&url), "subscribed to cooldown messages");
