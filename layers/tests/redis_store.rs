@@ -34,7 +34,7 @@ impl Target {
             Target::Single(url) => RedisConfig::new(url.clone()),
             Target::Cluster(urls) => RedisConfig::cluster(urls.clone()),
         };
-        c.namespace(ns).response_timeout(Duration::from_secs(2))
+        c.namespace(ns).response_timeout(Duration::from_secs(5))
     }
 
     /// `n` connected stores sharing one namespace (replicas of one gateway).
