@@ -171,27 +171,47 @@ async fn a_deployment_benched_by_one_replica_is_avoided_by_the_others() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_request_fails_while_redis_is_down() {
+async fn no_request_fails_while_redis_is_killed_and_restarted_under_load() {
     let mut server = RedisServer::start();
     let replicas = Arc::new(replicas(&server, "outage", 2).await);
-    let load = |replicas: Arc<Vec<(Router, Arc<StateStore>)>>| async move {
-        let mut ok = 0;
-        for i in 0..200 {
-            let model = if i % 2 == 0 { "open" } else { "pair" };
-            replicas[i % 2].0.chat(hello(model)).await.expect("served, whatever Redis does");
-            ok += 1;
-        }
-        ok
-    };
-    assert_eq!(load(replicas.clone()).await, 200);
+    let (served_tx, mut served) = tokio::sync::watch::channel(0u64);
+    let served_tx = Arc::new(served_tx);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Four clients keep both replicas busy the whole time, on a limited and an open group.
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (replicas, served_tx, stop) = (replicas.clone(), served_tx.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut i = 0usize;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let model = if (c + i) % 2 == 0 { "open" } else { "pair" };
+                    replicas[(c + i) % 2].0.chat(hello(model)).await.expect("served, whatever Redis does");
+                    served_tx.send_modify(|n| *n += 1);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    async fn until(served: &mut tokio::sync::watch::Receiver<u64>, n: u64) {
+        let target = *served.borrow() + n;
+        tokio::time::timeout(Duration::from_secs(20), served.wait_for(|s| *s >= target))
+            .await
+            .expect("requests keep being served")
+            .unwrap();
+    }
+    until(&mut served, 200).await;
     server.kill();
-    assert_eq!(load(replicas.clone()).await, 200);
-    assert!(replicas.iter().all(|(_, s)| s.is_degraded()));
+    until(&mut served, 400).await;
+    assert!(replicas.iter().all(|(_, s)| s.is_degraded()), "both replicas noticed the outage");
     server.restart();
     for (_, store) in replicas.iter() {
         tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("reconnected");
     }
-    assert_eq!(load(replicas.clone()).await, 200);
+    until(&mut served, 200).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for c in clients {
+        c.await.expect("no client saw a failure");
+    }
     assert!(replicas.iter().all(|(_, s)| !s.is_degraded()));
 }
 

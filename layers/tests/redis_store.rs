@@ -573,3 +573,18 @@ async fn tls_connections_are_verified_against_the_configured_ca() {
     assert!(connected.is_err(), "an unverified server must not be used");
     assert!(untrusted.is_degraded());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_are_reloaded_after_the_server_forgets_them() {
+    let server = RedisServer::start();
+    let store = StateStore::redis(Target::Single(server.url()).config(&namespace("noscript"))).unwrap();
+    store.ready().await;
+    let d = id("d");
+    let limits = Limits { rpm: Some(2), tpm: None };
+    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
+    assert_eq!(server.command(&["SCRIPT", "FLUSH"]), "OK");
+    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
+    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Full { .. }));
+    let stats = store.redis_stats().unwrap();
+    assert_eq!((stats.errors, stats.degraded), (0, false), "NOSCRIPT is answered by loading the script");
+}
