@@ -224,7 +224,13 @@ impl RedisBackend {
         let (shutdown, stop) = tokio::sync::watch::channel(());
         runtime.spawn(sync::writer(queue, pending));
         runtime.spawn(sync::supervise(Arc::downgrade(&shared), stop.clone()));
-        runtime.spawn(sync::subscribe(Arc::downgrade(&shared), stop));
+        let urls = match &shared.config.topology {
+            Topology::Single(url) => vec![url.clone()],
+            Topology::Cluster(nodes) => nodes.clone(),
+        };
+        for url in urls {
+            runtime.spawn(sync::subscribe(Arc::downgrade(&shared), url, stop.clone()));
+        }
         Ok(Self { shared, _shutdown: shutdown })
     }
 

@@ -277,16 +277,16 @@ async fn refresh(shared: &Shared, conn: &mut Counted) {
 
 /// Applies every cooldown message published by any replica; reconnects when the subscription
 /// drops, and asks for a resync then (messages may have been missed).
-pub(super) async fn subscribe(weak: Weak<Shared>, mut stop: watch::Receiver<()>) {
+///
+/// On a cluster there is one subscriber per seed node: a message reaches the subscribers of the
+/// node that ran the script directly, and the others through the cluster bus (which can add tens
+/// of milliseconds); the first copy applies, the revision check drops the rest.
+pub(super) async fn subscribe(weak: Weak<Shared>, url: String, mut stop: watch::Receiver<()>) {
     let mut attempt = 0usize;
     loop {
         let session = {
             let Some(shared) = weak.upgrade() else { return };
-            let urls: Vec<String> = match &shared.config.topology {
-                Topology::Single(url) => vec![url.clone()],
-                Topology::Cluster(nodes) => nodes.clone(),
-            };
-            let url = urls[attempt % urls.len()].clone();
+            let url = url.clone();
             attempt += 1;
             let channel = shared.keys.channel().to_owned();
             let client = client(&shared, &url);
