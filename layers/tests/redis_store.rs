@@ -451,6 +451,7 @@ async fn keys_are_namespaced_versioned_and_expire() {
             "gw-prod:v1:{d:azure-eu}:cooldown",
             "gw-prod:v1:{d:azure-eu}:outcomes:c",
             "gw-prod:v1:{d:azure-eu}:outcomes:t",
+            "gw-prod:v1:{d:azure-eu}:rev",
             "gw-prod:v1:{d:azure-eu}:usage:c",
             "gw-prod:v1:{d:azure-eu}:usage:t",
             "gw-prod:v1:{s:provider_spend:openai}:spend",
@@ -587,4 +588,27 @@ async fn scripts_are_reloaded_after_the_server_forgets_them() {
     assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Full { .. }));
     let stats = store.redis_stats().unwrap();
     assert_eq!((stats.errors, stats.degraded), (0, false), "NOSCRIPT is answered by loading the script");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooldowns_keep_propagating_after_redis_is_flushed() {
+    let server = RedisServer::start();
+    let t = Target::Single(server.url());
+    let ns = namespace("flushed");
+    let config = || t.config(&ns).resync_interval(Duration::from_millis(100));
+    let a = StateStore::redis(config()).unwrap();
+    let b = StateStore::redis(config()).unwrap();
+    a.ready().await;
+    b.ready().await;
+    let d = id("d");
+    b.cooldown_states(std::slice::from_ref(&d)).await.unwrap();
+    // Longer each time, so each one replaces the last (an equal deadline keeps the first reason).
+    for (secs, reason) in [(60, "one"), (61, "two"), (62, "three")] {
+        a.set_cooldown(&d, Duration::from_secs(secs), reason.into(), Some(500)).await.unwrap();
+    }
+    until_state(&b, &d, |s| matches!(s, CooldownState::CoolingDown(c) if &*c.reason == "three")).await;
+    assert_eq!(server.command(&["FLUSHALL"]), "OK");
+    // The revision counter restarts; the replica notices on its next re-read and follows.
+    a.set_cooldown(&d, Duration::from_secs(90), "after the flush".into(), Some(429)).await.unwrap();
+    until_state(&b, &d, |s| matches!(s, CooldownState::CoolingDown(c) if &*c.reason == "after the flush")).await;
 }

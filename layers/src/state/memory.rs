@@ -97,11 +97,13 @@ impl MemoryBackend {
         self.changed();
     }
 
-    /// Every cooldown still running (deadline ahead), for pushing to Redis after an outage.
+    /// The cooldown record of `id` unless it is over: the cooldown and whether it is half-open
+    /// (for pushing to Redis what was set while it was unreachable).
     #[cfg(feature = "redis")]
-    pub(super) fn running_cooldowns(&self) -> Vec<(DeploymentId, Cooldown)> {
+    pub(super) fn record(&self, id: &DeploymentId) -> Option<(Cooldown, bool)> {
         let now = Instant::now();
-        self.benches.iter().filter(|b| b.cooldown.until > now).map(|b| (b.key().clone(), b.cooldown.clone())).collect()
+        let b = self.benches.get(id)?;
+        (b.state(now) != CooldownState::Available).then(|| (b.cooldown.clone(), b.half_open))
     }
 
     fn window(&self, span: Duration) -> SlidingWindow {

@@ -19,6 +19,7 @@ pub(crate) struct Keys {
 #[cfg(test)]
 pub(crate) struct DeploymentKeys {
     pub(crate) cooldown: String,
+    pub(crate) revision: String,
     pub(crate) usage_ticks: String,
     pub(crate) usage_counts: String,
     pub(crate) outcome_ticks: String,
@@ -36,8 +37,9 @@ impl Keys {
         &self.channel
     }
 
-    pub(crate) fn cooldown(&self, id: &DeploymentId) -> String {
-        format!("{}:{{d:{id}}}:cooldown", self.prefix)
+    /// A deployment's cooldown record and its revision counter.
+    pub(crate) fn cooldown(&self, id: &DeploymentId) -> [String; 2] {
+        [format!("{}:{{d:{id}}}:cooldown", self.prefix), format!("{}:{{d:{id}}}:rev", self.prefix)]
     }
 
     pub(crate) fn usage(&self, id: &DeploymentId) -> [String; 2] {
@@ -62,7 +64,8 @@ impl Keys {
     pub(crate) fn deployment(&self, id: &DeploymentId) -> DeploymentKeys {
         let [usage_ticks, usage_counts] = self.usage(id);
         let [outcome_ticks, outcome_counts] = self.outcomes(id);
-        DeploymentKeys { cooldown: self.cooldown(id), usage_ticks, usage_counts, outcome_ticks, outcome_counts }
+        let [cooldown, revision] = self.cooldown(id);
+        DeploymentKeys { cooldown, revision, usage_ticks, usage_counts, outcome_ticks, outcome_counts }
     }
 }
 
@@ -81,10 +84,11 @@ mod tests {
     fn a_deployments_keys_share_one_slot() {
         let keys = Keys::new("switchyard:v1".into());
         let k = keys.deployment(&DeploymentId::from("azure-eu"));
-        let tags: Vec<&str> = [&k.cooldown, &k.usage_ticks, &k.usage_counts, &k.outcome_ticks, &k.outcome_counts]
-            .iter()
-            .map(|k| hash_tag(k))
-            .collect();
+        let tags: Vec<&str> =
+            [&k.cooldown, &k.revision, &k.usage_ticks, &k.usage_counts, &k.outcome_ticks, &k.outcome_counts]
+                .iter()
+                .map(|k| hash_tag(k))
+                .collect();
         assert!(tags.iter().all(|t| *t == "d:azure-eu"), "{tags:?}");
         assert_eq!(k.cooldown, "switchyard:v1:{d:azure-eu}:cooldown");
     }

@@ -113,12 +113,16 @@ pub(super) struct Shared {
     errors: AtomicU64,
     dropped: AtomicU64,
     degradations: AtomicU64,
-    /// The revision (server µs) of the last cooldown message applied, per deployment.
-    revisions: IdMap<u64>,
+    /// The revision of the last cooldown message applied per deployment, and when.
+    revisions: IdMap<(u64, Instant)>,
     /// Deployments whose cooldowns this replica reads: re-read on every resync.
     known: IdMap<()>,
-    /// Cooldowns set while degraded: pushed to Redis when it returns.
+    /// Cooldowns set locally because Redis did not take them: pushed when it does.
     offline: IdMap<()>,
+    /// Cooldowns cleared locally because Redis did not take the clear: cleared when it does.
+    offline_clears: IdMap<()>,
+    /// Connection errors and timeouts so far (recovery ends only if none happened meanwhile).
+    connection_errors: AtomicU64,
     usage: IdMap<Cached<WindowUsage>>,
     spends: DashMap<Arc<str>, Cached<SpendCache>>,
     affinity: DashMap<Arc<str>, Cached<AffinityCache>>,
@@ -167,6 +171,9 @@ struct Message {
     #[serde(default)]
     p: String,
     at: String,
+    /// The current revision, in a resync read only.
+    #[serde(default)]
+    c: String,
 }
 
 fn num(s: &str) -> i64 {
@@ -211,6 +218,8 @@ impl RedisBackend {
             revisions: IdMap::default(),
             known: IdMap::default(),
             offline: IdMap::default(),
+            offline_clears: IdMap::default(),
+            connection_errors: AtomicU64::new(0),
             usage: IdMap::default(),
             spends: DashMap::new(),
             affinity: DashMap::new(),
@@ -294,7 +303,7 @@ impl RedisBackend {
         let s = &self.shared;
         s.remember(std::slice::from_ref(id));
         if let Some(mut h) = s.request_handle() {
-            let mut inv = scripts::BENCH.key(s.keys.cooldown(id));
+            let mut inv = s.cooldown_script(&scripts::BENCH, id);
             inv.arg(millis(base))
                 .arg(&*reason)
                 .arg(status.map(|s| s.to_string()).unwrap_or_default())
@@ -309,6 +318,7 @@ impl RedisBackend {
                 return c;
             }
         }
+        s.offline_clears.remove(id);
         s.offline.insert(id.clone(), ());
         s.local.bench(id, base, reason, status, growth)
     }
@@ -316,7 +326,7 @@ impl RedisBackend {
     pub(super) async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
         let s = &self.shared;
         if let Some(mut h) = s.request_handle() {
-            let mut inv = scripts::PROBE.key(s.keys.cooldown(id));
+            let mut inv = s.cooldown_script(&scripts::PROBE, id);
             inv.arg(millis(hold)).arg(s.keys.channel()).arg(id.as_str());
             match s.run_result::<Option<String>>(&inv, &mut h).await {
                 Ok(Some(msg)) => {
@@ -340,7 +350,7 @@ impl RedisBackend {
         let id = id.clone();
         s.detach(Box::pin(async move {
             let Some(mut h) = shared.background_handle() else { return };
-            let mut inv = scripts::RELEASE.key(shared.keys.cooldown(&id));
+            let mut inv = shared.cooldown_script(&scripts::RELEASE, &id);
             inv.arg(shared.keys.channel()).arg(id.as_str());
             if let Some(Some(msg)) = shared.run::<Option<String>>(&inv, &mut h).await {
                 shared.apply(&msg);
@@ -351,7 +361,7 @@ impl RedisBackend {
     pub(super) async fn clear_cooldown(&self, id: &DeploymentId) -> bool {
         let s = &self.shared;
         if let Some(mut h) = s.request_handle() {
-            let mut inv = scripts::CLEAR.key(s.keys.cooldown(id));
+            let mut inv = s.cooldown_script(&scripts::CLEAR, id);
             inv.arg(s.keys.channel()).arg(id.as_str());
             if let Some((active, msg)) = s.run::<(i64, String)>(&inv, &mut h).await {
                 let was_local = s.local.cooldown_states(std::slice::from_ref(id))[0] != CooldownState::Available;
@@ -360,6 +370,7 @@ impl RedisBackend {
             }
         }
         s.offline.remove(id);
+        s.offline_clears.insert(id.clone(), ());
         s.local.clear_cooldown(id)
     }
 
@@ -505,20 +516,23 @@ impl RedisBackend {
             return Ok(keys.iter().map(|k| s.local.spend_state(k)).collect());
         };
         let now = Instant::now();
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            let cached = s.spends.get_mut(*key).map(|mut e| {
-                e.read_at = now;
-                e.value
-            });
-            let value = match cached {
-                Some(v) => v,
-                // First read of this key by this replica: read through once.
-                None => s.read_spend(key, &mut h.request.clone()).await.unwrap_or_default(),
-            };
-            out.push(spend_state(value, now));
-        }
-        Ok(out)
+        let cached: Vec<Option<SpendCache>> = keys
+            .iter()
+            .map(|key| {
+                s.spends.get_mut(*key).map(|mut e| {
+                    e.read_at = now;
+                    e.value
+                })
+            })
+            .collect();
+        // A replica's first read of a key reads through, all missing keys at once (so a stalled
+        // Redis costs one reply timeout, not one per key).
+        let reads = keys.iter().zip(&cached).filter(|(_, c)| c.is_none()).map(|(key, _)| {
+            let mut conn = h.request.clone();
+            async move { s.read_spend(key, &mut conn).await.unwrap_or_default() }
+        });
+        let mut read = futures_util::future::join_all(reads).await.into_iter();
+        Ok(cached.into_iter().map(|c| spend_state(c.unwrap_or_else(|| read.next().unwrap_or_default()), now)).collect())
     }
 
     pub(super) async fn spend(&self, key: &str) -> Result<f64, StoreError> {
@@ -565,8 +579,9 @@ fn spend_state(v: SpendCache, now: Instant) -> SpendState {
 }
 
 impl Shared {
+    /// The resolution in µs, in whole milliseconds as the memory window counts it.
     fn resolution_us(&self) -> u64 {
-        u64::try_from(self.store.resolution.as_micros()).unwrap_or(u64::MAX).max(1)
+        u64::try_from(self.store.resolution.as_millis()).unwrap_or(u64::MAX).max(1).saturating_mul(1000)
     }
 
     /// The window span in resolution ticks (as the memory window counts them).
@@ -611,6 +626,14 @@ impl Shared {
                 self.known.insert(id.clone(), ());
             }
         }
+    }
+
+    /// A cooldown script's invocation with its two keys (the record and its revision counter).
+    fn cooldown_script<'a>(&self, script: &'a redis::Script, id: &DeploymentId) -> ScriptInvocation<'a> {
+        let [record, revision] = self.keys.cooldown(id);
+        let mut inv = script.key(record);
+        inv.key(revision);
+        inv
     }
 
     fn cache_usage(&self, id: &DeploymentId, usage: WindowUsage) {
@@ -665,6 +688,7 @@ impl Shared {
 
     fn timed_out(&self) {
         self.errors.fetch_add(1, Relaxed);
+        self.connection_errors.fetch_add(1, Relaxed);
         metrics::counter!("switchyard_state_redis_errors_total", "kind" => "timeout").increment(1);
         self.degrade(&format!("no reply within {:?}", self.config.response_timeout));
     }
@@ -677,6 +701,7 @@ impl Shared {
             || e.is_connection_refusal()
             || e.is_unrecoverable_error();
         if unreachable {
+            self.connection_errors.fetch_add(1, Relaxed);
             metrics::counter!("switchyard_state_redis_errors_total", "kind" => "connection").increment(1);
             self.degrade(&e.to_string());
         } else {
@@ -707,8 +732,8 @@ impl Shared {
         }
     }
 
-    /// Applies a cooldown message to the mirror unless a newer one was applied; returns the
-    /// state it describes.
+    /// Applies a cooldown message to the mirror unless a newer one was applied; returns the state
+    /// it describes (also when it was too old to apply: a script's reply says what it put in force).
     fn apply(&self, payload: &str) -> Option<CooldownState> {
         let msg: Message = match serde_json::from_str(payload) {
             Ok(m) => m,
@@ -719,16 +744,9 @@ impl Shared {
         };
         let id = DeploymentId::from(msg.id.as_str());
         let at = num(&msg.at).max(0) as u64;
-        {
-            let mut rev = self.revisions.entry(id.clone()).or_insert(0);
-            if at < *rev {
-                return None;
-            }
-            *rev = at;
-        }
         let now_ms = num(&msg.now);
         let local_now = Instant::now();
-        match msg.op.as_str() {
+        let (state, record) = match msg.op.as_str() {
             "set" => {
                 let until = local_now + Duration::from_millis((num(&msg.u) - now_ms).max(0) as u64);
                 let probe = num(&msg.p) - now_ms;
@@ -740,21 +758,44 @@ impl Shared {
                     strikes: u32::try_from(num(&msg.k).max(0)).unwrap_or(u32::MAX),
                 };
                 let half_open = msg.h == "1";
-                self.local.put_bench(&id, cooldown.clone(), half_open, probe_until);
-                Some(if until > local_now {
-                    CooldownState::CoolingDown(cooldown)
+                let state = if until > local_now {
+                    CooldownState::CoolingDown(cooldown.clone())
                 } else if half_open {
                     CooldownState::HalfOpen { strikes: cooldown.strikes, probing: probe_until.is_some() }
                 } else {
                     CooldownState::Available
-                })
+                };
+                (state, Some((cooldown, half_open, probe_until)))
             }
-            "del" => {
-                self.local.clear_cooldown(&id);
-                Some(CooldownState::Available)
-            }
-            _ => None,
+            "del" => (CooldownState::Available, None),
+            _ => return None,
+        };
+        // A cooldown this replica set while Redis did not take it is not lifted or shortened by
+        // Redis's older view; it is pushed (extending) as soon as Redis takes writes.
+        if self.offline.contains_key(&id)
+            && let Some((mine, _)) = self.local.record(&id)
+            && mine.until > local_now
+            && record.as_ref().is_none_or(|(theirs, _, _)| theirs.until < mine.until)
+        {
+            return Some(CooldownState::CoolingDown(mine));
         }
+        // The revision check and the mirror write happen under the revision entry's lock, so two
+        // messages applied at once cannot land in the wrong order.
+        let mut rev = self.revisions.entry(id.clone()).or_insert((0, local_now));
+        // A resync read whose current revision is below ours means the counter restarted (Redis
+        // was flushed or the key expired): the read is the truth.
+        let restarted = !msg.c.is_empty() && (num(&msg.c).max(0) as u64) < rev.0;
+        if at >= rev.0 || restarted {
+            *rev = (at, local_now);
+            match record {
+                Some((cooldown, half_open, probe_until)) => self.local.put_bench(&id, cooldown, half_open, probe_until),
+                None => {
+                    self.local.clear_cooldown(&id);
+                }
+            }
+        }
+        drop(rev);
+        Some(state)
     }
 
     fn spend_locally(&self, key: &str, amount: f64, period: Duration) {

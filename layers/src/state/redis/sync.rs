@@ -3,11 +3,12 @@
 //! messages from every replica).
 
 use std::{
+    panic::AssertUnwindSafe,
     sync::{Arc, Weak, atomic::Ordering::Relaxed},
     time::Duration,
 };
 
-use futures_util::{StreamExt, future::BoxFuture, stream::FuturesUnordered};
+use futures_util::{FutureExt, StreamExt, future::BoxFuture, stream::FuturesUnordered};
 use redis::{Client, IntoConnectionInfo, aio::ConnectionManagerConfig, cluster::ClusterClientBuilder};
 use tokio::{
     sync::{mpsc, watch},
@@ -28,6 +29,9 @@ const WRITER_CONCURRENCY: usize = 64;
 /// A usage or spend entry no request read for this long is dropped from the cache.
 const CACHE_IDLE: Duration = Duration::from_secs(60);
 
+/// A revision not updated for this long is forgotten.
+const REVISION_IDLE: Duration = Duration::from_secs(3600);
+
 tokio::task_local! {
     /// Set while the writer runs a detached write.
     static BACKGROUND: ();
@@ -45,7 +49,8 @@ pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pe
     loop {
         tokio::select! {
             next = queue.recv(), if running.len() < WRITER_CONCURRENCY => match next {
-                Some(work) => running.push(BACKGROUND.scope((), work)),
+                // A panicking write must not take the writer (and every later write) down with it.
+                Some(work) => running.push(BACKGROUND.scope((), AssertUnwindSafe(work).catch_unwind().map(drop))),
                 None => break,
             },
             Some(()) = running.next(), if !running.is_empty() => done(),
@@ -139,9 +144,10 @@ pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
                         last_resync = Some(Instant::now());
                     }
                 } else {
-                    refresh(&shared, &mut bg).await;
                     let due = last_resync.is_none_or(|at| at.elapsed() >= shared.config.resync_interval);
+                    refresh(&shared, &mut bg, due).await;
                     if shared.resync_now.swap(false, Relaxed) || due {
+                        push_offline(&shared, &mut bg).await;
                         resync(&shared, &mut bg).await;
                         last_resync = Some(Instant::now());
                     }
@@ -163,14 +169,19 @@ async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
     matches!(tokio::time::timeout(t, redis::cmd("PING").query_async::<String>(conn)).await, Ok(Ok(_)))
 }
 
-/// Redis is reachable again: push the cooldowns set while it was not (extending, never
-/// shortening, what other replicas set meanwhile), re-read every cooldown, leave the degraded mode.
-async fn recover(shared: &Shared, conn: &mut Counted) {
-    let offline: Vec<DeploymentId> = shared.offline.iter().map(|e| e.key().clone()).collect();
-    let running = shared.local.running_cooldowns();
+/// Pushes what this replica did locally while Redis did not take it: cooldowns set (merged:
+/// deadlines extend, strikes and half-open never drop) and cooldowns cleared. Each id leaves the
+/// queue only once Redis took it. Returns whether everything was pushed.
+async fn push_offline(shared: &Shared, conn: &mut Counted) -> bool {
+    let mut all = true;
     let now = Instant::now();
-    for (id, c) in running.into_iter().filter(|(id, _)| offline.contains(id)) {
-        let mut inv = scripts::BENCH.key(shared.keys.cooldown(&id));
+    let benched: Vec<DeploymentId> = shared.offline.iter().map(|e| e.key().clone()).collect();
+    for id in benched {
+        let Some((c, half_open)) = shared.local.record(&id) else {
+            shared.offline.remove(&id);
+            continue;
+        };
+        let mut inv = shared.cooldown_script(&scripts::BENCH, &id);
         inv.arg(super::millis(c.until.saturating_duration_since(now)))
             .arg(&*c.reason)
             .arg(c.status.map(|s| s.to_string()).unwrap_or_default())
@@ -178,24 +189,52 @@ async fn recover(shared: &Shared, conn: &mut Counted) {
             .arg(0)
             .arg(super::millis(shared.config.half_open_linger))
             .arg(shared.keys.channel())
-            .arg(id.as_str());
-        if let Ok(msg) = tokio::time::timeout(shared.config.response_timeout, inv.invoke_async::<String>(conn))
-            .await
-            .map_err(drop)
-            .and_then(|r| r.map_err(drop))
-        {
-            shared.apply(&msg);
-        } else {
-            return;
+            .arg(id.as_str())
+            .arg(c.strikes)
+            .arg(u8::from(half_open));
+        // Off the offline list first, so the reply applies (a newer local bench re-adds it).
+        shared.offline.remove(&id);
+        match shared.run::<String>(&inv, conn).await {
+            Some(msg) => {
+                shared.apply(&msg);
+            }
+            None => {
+                shared.offline.insert(id, ());
+                all = false;
+            }
         }
     }
-    shared.offline.clear();
+    let cleared: Vec<DeploymentId> = shared.offline_clears.iter().map(|e| e.key().clone()).collect();
+    for id in cleared {
+        let mut inv = shared.cooldown_script(&scripts::CLEAR, &id);
+        inv.arg(shared.keys.channel()).arg(id.as_str());
+        match shared.run::<(i64, String)>(&inv, conn).await {
+            Some((_, msg)) => {
+                shared.offline_clears.remove(&id);
+                shared.apply(&msg);
+            }
+            None => all = false,
+        }
+    }
+    all
+}
+
+/// Redis is reachable again: push what was done locally meanwhile, re-read every cooldown, and
+/// leave the degraded mode, unless the connection failed again during all this.
+async fn recover(shared: &Shared, conn: &mut Counted) {
+    let errors = shared.connection_errors.load(Relaxed);
+    push_offline(shared, conn).await;
     // Reservations and spend made while degraded stay local (they were counted by this replica's
     // limits); the shared windows resume from Redis.
     shared.usage.clear();
     shared.spends.clear();
     shared.affinity.clear();
     if !resync(shared, conn).await {
+        // A key that keeps failing (a server error) must not keep every deployment degraded:
+        // only a connection that failed again does.
+        tracing::debug!(target: "switchyard::state", "some cooldowns could not be re-read; the next resync retries");
+    }
+    if shared.connection_errors.load(Relaxed) != errors {
         return;
     }
     shared.degraded.store(false, Relaxed);
@@ -216,7 +255,7 @@ async fn resync(shared: &Shared, conn: &mut Counted) -> bool {
     let reads = ids.iter().map(|id| {
         let mut c = conn.clone();
         async move {
-            let mut inv = scripts::READ.key(shared.keys.cooldown(id));
+            let mut inv = shared.cooldown_script(&scripts::READ, id);
             inv.arg(id.as_str());
             shared.run::<String>(&inv, &mut c).await
         }
@@ -233,13 +272,19 @@ async fn resync(shared: &Shared, conn: &mut Counted) -> bool {
     ok
 }
 
-/// Refreshes the usage, spend and affinity entries requests read lately; drops idle ones.
-async fn refresh(shared: &Shared, conn: &mut Counted) {
+/// Refreshes the usage and spend entries requests read lately (and, every resync, the affinity
+/// entries); drops idle ones.
+async fn refresh(shared: &Shared, conn: &mut Counted, with_affinity: bool) {
     let now = Instant::now();
     shared.usage.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
     shared.spends.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
     let recent = shared.config.resync_interval * 2;
     shared.affinity.retain(|_, e| now.saturating_duration_since(e.read_at) < recent);
+    // A revision only orders messages that arrive close together: forget idle ones (bounded by
+    // the deployments, and a counter that restarted after a month idle is then accepted again).
+    shared
+        .revisions
+        .retain(|id, (_, at)| now.saturating_duration_since(*at) < REVISION_IDLE || shared.local.record(id).is_some());
 
     let ids: Vec<DeploymentId> = shared.usage.iter().map(|e| e.key().clone()).collect();
     let usage = ids.iter().map(|id| {
@@ -256,7 +301,8 @@ async fn refresh(shared: &Shared, conn: &mut Counted) {
         let mut c = conn.clone();
         async move { shared.read_spend(k, &mut c).await }
     });
-    let affinity: Vec<Arc<str>> = shared.affinity.iter().map(|e| e.key().clone()).collect();
+    let affinity: Vec<Arc<str>> =
+        if with_affinity { shared.affinity.iter().map(|e| e.key().clone()).collect() } else { Vec::new() };
     let affinities = affinity.iter().map(|k| {
         let mut c = conn.clone();
         async move { shared.read_affinity(k, &mut c).await }

@@ -81,8 +81,16 @@ local function win_room(zk, hk, a, b, rpm, tpm, tokens, now, res, span, tick_now
   return wait
 end
 
+-- A deployment's cooldown revision: a counter (KEYS[2]) bumped by every change, so replicas apply
+-- changes in order whatever the server's clock does. It outlives the record (30 days).
+local function next_rev(key)
+  local rev = redis.call('INCR', key)
+  redis.call('PEXPIRE', key, 2592000000)
+  return rev
+end
+
 -- A cooldown record (hash: u until ms, r reason, s status, k strikes, h half-open, p probe until ms,
--- at revision µs) as the JSON message replicas apply; numbers as text.
+-- at revision) as the JSON message replicas apply; numbers as text.
 local function cd_message(key, id, now)
   local h = redis.call('HMGET', key, 'u', 'r', 's', 'k', 'h', 'p', 'at')
   if not h[1] then

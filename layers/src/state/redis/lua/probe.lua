@@ -1,4 +1,4 @@
--- KEYS: cooldown. ARGV: hold ms, channel, deployment id. Claims the single probe of a half-open
+-- KEYS: cooldown, revision. ARGV: hold ms, channel, deployment id. Claims the single probe of a half-open
 -- deployment: the record message when claimed, false otherwise.
 local now_u = now_us()
 local now = math.floor(now_u / 1000)
@@ -7,7 +7,7 @@ if not h[1] or tonumber(h[2]) ~= 1 or tonumber(h[1]) > now or (tonumber(h[3]) or
   return false
 end
 local hold = tonumber(ARGV[1])
-redis.call('HSET', KEYS[1], 'p', fmt(now + hold), 'at', fmt(now_u))
+redis.call('HSET', KEYS[1], 'p', fmt(now + hold), 'at', next_rev(KEYS[2]))
 if redis.call('PTTL', KEYS[1]) < hold then
   redis.call('PEXPIRE', KEYS[1], hold)
 end
