@@ -184,7 +184,7 @@ async fn no_request_fails_while_redis_is_killed_and_restarted_under_load() {
             tokio::spawn(async move {
                 let mut i = 0usize;
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let model = if (c + i) % 2 == 0 { "open" } else { "pair" };
+                    let model = if (c + i).is_multiple_of(2) { "open" } else { "pair" };
                     replicas[(c + i) % 2].0.chat(hello(model)).await.expect("served, whatever Redis does");
                     served_tx.send_modify(|n| *n += 1);
                     i += 1;
