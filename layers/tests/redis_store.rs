@@ -612,3 +612,10 @@ async fn cooldowns_keep_propagating_after_redis_is_flushed() {
     a.set_cooldown(&d, Duration::from_secs(90), "after the flush".into(), Some(429)).await.unwrap();
     until_state(&b, &d, |s| matches!(s, CooldownState::CoolingDown(c) if &*c.reason == "after the flush")).await;
 }
+
+#[tokio::test]
+async fn an_invalid_url_is_refused_at_once_without_its_password() {
+    let err = StateStore::redis(RedisConfig::new("redis://:hunter2@host:notaport/0")).unwrap_err();
+    let shown = err.to_string();
+    assert!(shown.contains("redis://***@host:notaport/0") && !shown.contains("hunter2"), "{shown}");
+}

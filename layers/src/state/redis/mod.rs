@@ -197,6 +197,15 @@ impl RedisBackend {
     /// Redis is unreachable, the local state answers).
     pub(super) fn start(config: RedisConfig, store: StoreConfig) -> Result<Self, StoreError> {
         config.validate().map_err(|e| StoreError::new(format!("redis: {e}")))?;
+        let urls = match &config.topology {
+            Topology::Single(url) => std::slice::from_ref(url),
+            Topology::Cluster(nodes) => nodes.as_slice(),
+        };
+        for url in urls {
+            redis::IntoConnectionInfo::into_connection_info(url.as_str()).map_err(|e| {
+                StoreError::new(format!("redis: url `{}` is not valid: {e}", config::mask_credentials(url)))
+            })?;
+        }
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| StoreError::new("redis: the Redis backend must be created inside a Tokio runtime"))?;
         let (writes, queue) = mpsc::channel(config.write_queue);
