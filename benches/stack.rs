@@ -4,6 +4,14 @@
 //! Eight deployments of one group, weighted, no limits (the common case); the provider answers at
 //! once, so the difference between the two benchmarks is what the routing stack costs.
 //!
+//! With the `redis` feature (a default), the `store/*` group then measures the same stack on the
+//! Redis backend against the memory store, on a throwaway `redis-server` (started on a free port;
+//! it must be installed, `scripts/test` installs it), for a deployment without limits (no round
+//! trip on the request path) and one with an RPM limit that is never reached (one reservation
+//! round trip per attempt), next to the loopback round trip itself (a raw RESP `PING`). After the
+//! group it prints the round trips per call (from the store's counters over a fixed number of
+//! calls) and the added time per call against the `PING`.
+//!
 //! ```text
 //! cargo bench --bench stack -- --warm-up-time 1 --measurement-time 3
 //! ```
@@ -26,10 +34,16 @@ use switchyard::{
 use tower::{ServiceBuilder, ServiceExt, service_fn, util::BoxCloneSyncService};
 
 fn config() -> Config {
+    config_with("")
+}
+
+/// The bench config, with `params` (`, rpm: 100`) added to the `litellm_params` of each `gpt-4o`
+/// deployment.
+fn config_with(params: &str) -> Config {
     let mut yaml = String::from("model_list:\n");
     for i in 0..8 {
         yaml.push_str(&format!(
-            "  - model_name: gpt-4o\n    litellm_params: {{ model: openai/gpt-4o-{i}, weight: {} }}\n    model_info: {{ id: d{i} }}\n",
+            "  - model_name: gpt-4o\n    litellm_params: {{ model: openai/gpt-4o-{i}, weight: {}{params} }}\n    model_info: {{ id: d{i} }}\n",
             i % 4 + 1
         ));
     }
@@ -99,5 +113,305 @@ fn stack(c: &mut Criterion) {
     group.finish();
 }
 
+#[cfg(feature = "redis")]
+#[path = "../layers/tests/support/redis.rs"]
+mod redis_support;
+
+/// The default stack on the Redis backend against the memory store (feature `redis`).
+#[cfg(feature = "redis")]
+mod redis_store {
+    use std::{
+        cell::RefCell,
+        hint::black_box,
+        io,
+        rc::Rc,
+        sync::Arc,
+        time::{Duration, Instant},
+    };
+
+    use bytes::Bytes;
+    use criterion::{Criterion, measurement::WallTime};
+    use switchyard::{
+        RouteBody, Router, RouterService, StateStore,
+        layers::{
+            BoxError,
+            state::{RedisConfig, RedisStats},
+        },
+    };
+    use tokio::{net::TcpStream, runtime::Runtime};
+    use tower::{ServiceExt, service_fn};
+
+    use super::{config_with, request};
+    use crate::redis_support::RedisServer;
+
+    type Group<'a> = criterion::BenchmarkGroup<'a, WallTime>;
+
+    /// Criterion's sample count (its default, set so the last `SAMPLES` timed batches of a
+    /// benchmark are its measurement, after the warm-up batches).
+    const SAMPLES: usize = 100;
+    /// Calls timed between two flushes of the background writer: below its queue (10,000), so no
+    /// write is ever dropped; the flushes are not timed.
+    const CHUNK: u64 = 1_000;
+    /// Calls per variant over which the round trips are counted (a benchmark run, and test mode).
+    const COUNTED_CALLS: u64 = 10_000;
+    const COUNTED_CALLS_TEST: u64 = 100;
+    /// Longest wait for a Redis store to connect.
+    const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// The two variants: no limit (no round trip on the request path) and an RPM limit that is
+    /// never reached (one reservation per attempt).
+    const VARIANTS: [(&str, &str); 2] = [("no limits", ""), ("rpm limit", ", rpm: 1000000000000")];
+
+    /// `(iterations, elapsed)` of every timed batch of one benchmark, warm-up included.
+    type Samples = Rc<RefCell<Vec<(u64, Duration)>>>;
+
+    /// One variant: the same config over the memory store and over the Redis store.
+    struct Variant {
+        name: &'static str,
+        memory: RouterService,
+        memory_store: Arc<StateStore>,
+        memory_samples: Samples,
+        redis: RouterService,
+        redis_store: Arc<StateStore>,
+        redis_samples: Samples,
+        /// The Redis store's counters once it was connected.
+        connected: RedisStats,
+    }
+
+    /// Whether criterion measures (`cargo bench`) rather than runs each benchmark once
+    /// (`cargo test --benches`, or `-- --test`), the way criterion decides it.
+    fn measuring() -> bool {
+        let args: Vec<String> = std::env::args().collect();
+        args.iter().any(|a| a == "--bench") && !args.iter().any(|a| a == "--test")
+    }
+
+    /// The time per iteration as criterion estimates it (the slope of elapsed time over
+    /// iterations, through the origin) from the measurement batches; `None` if it did not run.
+    fn per_call(samples: &Samples) -> Option<f64> {
+        let samples = samples.borrow();
+        let measured = &samples[samples.len().saturating_sub(SAMPLES)..];
+        let (xy, xx) = measured.iter().fold((0.0, 0.0), |(xy, xx), &(iters, elapsed)| {
+            let x = iters as f64;
+            (xy + x * elapsed.as_secs_f64(), xx + x * x)
+        });
+        (xx > 0.0).then(|| xy / xx)
+    }
+
+    /// One `PING` and its `+PONG` on an open connection, with no client library in between: the
+    /// floor of any Redis round trip on this machine.
+    async fn ping(conn: &TcpStream) {
+        const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+        const PONG: &[u8] = b"+PONG\r\n";
+        let mut written = 0;
+        while written < PING.len() {
+            conn.writable().await.expect("PING: socket writable");
+            match conn.try_write(&PING[written..]) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("PING: write failed: {e}"),
+            }
+        }
+        let mut reply = [0; PONG.len()];
+        let mut read = 0;
+        while read < reply.len() {
+            conn.readable().await.expect("PING: socket readable");
+            match conn.try_read(&mut reply[read..]) {
+                Ok(0) => panic!("PING: redis-server closed the connection"),
+                Ok(n) => read += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("PING: read failed: {e}"),
+            }
+        }
+        assert_eq!(reply, PONG, "PING answered {:?}", String::from_utf8_lossy(&reply));
+    }
+
+    /// `calls` calls through `service`, in chunks of `CHUNK` with the background writer flushed
+    /// after each; returns the time spent in the calls only.
+    async fn calls(service: &RouterService, store: &StateStore, calls: u64) -> Duration {
+        let mut elapsed = Duration::ZERO;
+        let mut left = calls;
+        while left > 0 {
+            let n = left.min(CHUNK);
+            let start = Instant::now();
+            for _ in 0..n {
+                black_box(service.clone().oneshot(request()).await.expect("ok"));
+            }
+            elapsed += start.elapsed();
+            store.flush().await;
+            left -= n;
+        }
+        elapsed
+    }
+
+    fn bench_stack(
+        group: &mut Group<'_>,
+        rt: &Runtime,
+        name: &str,
+        service: &RouterService,
+        store: &Arc<StateStore>,
+    ) -> Samples {
+        let samples = Samples::default();
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter_custom(|iters| {
+                let (service, store, samples) = (service.clone(), store.clone(), samples.clone());
+                async move {
+                    let elapsed = calls(&service, &store, iters).await;
+                    samples.borrow_mut().push((iters, elapsed));
+                    elapsed
+                }
+            });
+        });
+        samples
+    }
+
+    pub(super) fn store(c: &mut Criterion) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let server = RedisServer::start();
+        let provider = service_fn(|_req: http::Request<Bytes>| async {
+            Ok::<_, BoxError>(http::Response::new(RouteBody::empty()))
+        });
+
+        let mut variants = Vec::new();
+        for (i, (name, params)) in VARIANTS.into_iter().enumerate() {
+            let config = config_with(params);
+            let memory_store = Arc::new(StateStore::memory());
+            let memory = Router::builder(&config).seed(1).store(memory_store.clone()).build(provider).expect("router");
+            let redis_store = {
+                let _runtime = rt.enter();
+                let redis = RedisConfig::new(server.url()).namespace(format!("bench-{i}"));
+                Arc::new(StateStore::redis(redis).expect("Redis store"))
+            };
+            rt.block_on(async {
+                tokio::time::timeout(CONNECT_TIMEOUT, redis_store.ready()).await.unwrap_or_else(|_| {
+                    panic!("the Redis store did not connect to {} within {CONNECT_TIMEOUT:?}", server.url())
+                })
+            });
+            let connected = redis_store.redis_stats().expect("a Redis store has counters");
+            let redis = Router::builder(&config).seed(1).store(redis_store.clone()).build(provider).expect("router");
+            variants.push(Variant {
+                name,
+                memory: memory.service(),
+                memory_store,
+                memory_samples: Samples::default(),
+                redis: redis.service(),
+                redis_store,
+                redis_samples: Samples::default(),
+                connected,
+            });
+        }
+
+        let mut group = c.benchmark_group("store");
+        group.sample_size(SAMPLES);
+        let ping_samples = Samples::default();
+        let conn = rt.block_on(async {
+            let conn = TcpStream::connect(("127.0.0.1", server.port())).await.expect("connect to redis-server");
+            conn.set_nodelay(true).expect("TCP_NODELAY");
+            Rc::new(conn)
+        });
+        group.bench_function("PING round trip (raw RESP, loopback)", |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let (conn, samples) = (conn.clone(), ping_samples.clone());
+                async move {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        ping(&conn).await;
+                    }
+                    let elapsed = start.elapsed();
+                    samples.borrow_mut().push((iters, elapsed));
+                    elapsed
+                }
+            });
+        });
+        for v in &mut variants {
+            v.memory_samples = bench_stack(&mut group, &rt, &format!("memory, {}", v.name), &v.memory, &v.memory_store);
+            v.redis_samples = bench_stack(&mut group, &rt, &format!("redis, {}", v.name), &v.redis, &v.redis_store);
+        }
+        group.finish();
+
+        report(&rt, &server, &variants, per_call(&ping_samples));
+    }
+
+    /// Calls and total server time (µs) of `EVALSHA` (every script the backend runs) from
+    /// `INFO commandstats`.
+    fn scripts(info: &str) -> (u64, u64) {
+        let Some(fields) = info.lines().find_map(|l| l.trim().strip_prefix("cmdstat_evalsha:")) else { return (0, 0) };
+        let field =
+            |name: &str| fields.split(',').find_map(|f| f.strip_prefix(name)).and_then(|v| v.parse().ok()).unwrap_or(0);
+        (field("calls="), field("usec="))
+    }
+
+    /// Prints the round trips per call and the added time per call against the `PING`.
+    fn report(rt: &Runtime, server: &RedisServer, variants: &[Variant], ping: Option<f64>) {
+        let counted = if measuring() { COUNTED_CALLS } else { COUNTED_CALLS_TEST };
+        let us = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.2} µs", t * 1e6));
+        println!();
+        println!("Redis store against the memory store (default stack, 8 deployments, one-thread runtime)");
+        if !measuring() {
+            println!("(test mode: each time is one unoptimized call, not a measurement)");
+        }
+        println!("PING round trip (raw RESP, loopback): {}", us(ping));
+        println!(
+            "{:<10} {:>11} {:>11} {:>11} {:>10} {:>16} {:>19} {:>13} {:>17}",
+            "variant",
+            "memory",
+            "redis",
+            "added",
+            "added/PING",
+            "request RT/call",
+            "background RT/call",
+            "scripts/call",
+            "server µs/script"
+        );
+        for v in variants {
+            let (memory, redis) = (per_call(&v.memory_samples), per_call(&v.redis_samples));
+            if redis.is_none() {
+                println!("{:<10} (not run)", v.name);
+                continue;
+            }
+            let store = &v.redis_store;
+            rt.block_on(store.flush());
+            let before = store.redis_stats().expect("a Redis store has counters");
+            server.reset_commandstats();
+            rt.block_on(calls(&v.redis, store, counted));
+            let after = store.redis_stats().expect("a Redis store has counters");
+            let (script_calls, script_us) = scripts(&server.command(&["INFO", "commandstats"]));
+            let per = |a: u64, b: u64| (a - b) as f64 / counted as f64;
+            let added = memory.zip(redis).map(|(m, r)| r - m);
+            let ratio = added.zip(ping).map_or_else(|| "-".to_owned(), |(a, p)| format!("{:.2}", a / p));
+            println!(
+                "{:<10} {:>11} {:>11} {:>11} {:>10} {:>16.3} {:>19.3} {:>13.3} {:>17.1}",
+                v.name,
+                us(memory),
+                us(redis),
+                us(added),
+                ratio,
+                per(after.request_round_trips, before.request_round_trips),
+                per(after.background_round_trips, before.background_round_trips),
+                script_calls as f64 / counted as f64,
+                script_us as f64 / script_calls.max(1) as f64,
+            );
+            let (errors, dropped, degradations) = (
+                after.errors - v.connected.errors,
+                after.dropped_writes - v.connected.dropped_writes,
+                after.degradations - v.connected.degradations,
+            );
+            if errors + dropped + degradations > 0 || after.degraded {
+                println!(
+                    "  warning: since it connected, the Redis store of `{}` had {errors} errors, {dropped} dropped \
+                     writes and {degradations} degradations (degraded now: {}): its numbers mix in local answers",
+                    v.name, after.degraded
+                );
+            }
+        }
+        println!(
+            "(memory, redis: time per call as criterion estimates it, added = redis - memory; round trips \
+             from the store's counters and scripts (EVALSHA) from INFO commandstats over {counted} calls per \
+             variant, the background writer flushed every {CHUNK} calls)"
+        );
+    }
+}
+
+#[cfg(feature = "redis")]
+criterion_group!(benches, stack, redis_store::store);
+#[cfg(not(feature = "redis"))]
 criterion_group!(benches, stack);
 criterion_main!(benches);
