@@ -123,6 +123,9 @@ pub(super) struct Shared {
     offline_clears: IdMap<()>,
     /// Connection errors and timeouts so far (recovery ends only if none happened meanwhile).
     connection_errors: AtomicU64,
+    /// Successes counted on the background writer since the last tick: recorded in one script
+    /// per deployment per tick (with the next failure, if one comes first).
+    successes: IdMap<u64>,
     usage: IdMap<Cached<WindowUsage>>,
     spends: DashMap<Arc<str>, Cached<SpendCache>>,
     affinity: DashMap<Arc<str>, Cached<AffinityCache>>,
@@ -229,6 +232,7 @@ impl RedisBackend {
             offline: IdMap::default(),
             offline_clears: IdMap::default(),
             connection_errors: AtomicU64::new(0),
+            successes: IdMap::default(),
             usage: IdMap::default(),
             spends: DashMap::new(),
             affinity: DashMap::new(),
@@ -386,11 +390,19 @@ impl RedisBackend {
     pub(super) async fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
         let s = &self.shared;
         if let Some(mut h) = s.request_handle() {
-            let [t, c] = s.keys.outcomes(id);
-            let mut inv = scripts::OUTCOME.key(t);
-            inv.key(c).arg(s.resolution_us()).arg(s.span(s.store.outcome_window)).arg(u8::from(success));
-            if let Some((successes, failures)) = s.run::<(u64, u64)>(&inv, &mut h).await {
-                return OutcomeCounts { successes, failures };
+            // Bookkeeping of a success (the caller does not read the counts): batched per tick.
+            if success && sync::in_background() {
+                *s.successes.entry(id.clone()).or_insert(0) += 1;
+                return OutcomeCounts::default();
+            }
+            // Successes not yet recorded go with this outcome, so the rules see them.
+            let earlier = s.successes.remove(id).map_or(0, |(_, n)| n);
+            let (ok, failed) = if success { (earlier + 1, 0) } else { (earlier, 1) };
+            if let Some(counts) = s.record_outcomes(id, ok, failed, &mut h.request).await {
+                return counts;
+            }
+            if earlier > 0 {
+                *s.successes.entry(id.clone()).or_insert(0) += earlier;
             }
         }
         s.local.record_outcome(id, success)
@@ -635,6 +647,22 @@ impl Shared {
                 self.known.insert(id.clone(), ());
             }
         }
+    }
+
+    /// Adds `successes` and `failures` to `id`'s outcome window; the counts after, or `None` when
+    /// Redis did not answer.
+    async fn record_outcomes(
+        &self,
+        id: &DeploymentId,
+        successes: u64,
+        failures: u64,
+        conn: &mut Counted,
+    ) -> Option<OutcomeCounts> {
+        let [t, c] = self.keys.outcomes(id);
+        let mut inv = scripts::OUTCOME.key(t);
+        inv.key(c).arg(self.resolution_us()).arg(self.span(self.store.outcome_window)).arg(successes).arg(failures);
+        let (successes, failures) = self.run::<(u64, u64)>(&inv, conn).await?;
+        Some(OutcomeCounts { successes, failures })
     }
 
     /// A cooldown script's invocation with its two keys (the record and its revision counter).

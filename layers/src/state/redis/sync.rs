@@ -63,7 +63,8 @@ pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pe
 
 /// The connection settings of one URL, with the configured password.
 fn connection_info(shared: &Shared, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
-    let info = url.into_connection_info()?;
+    // Small requests on a multiplexed connection: Nagle would hold one back behind another's ACK.
+    let info = url.into_connection_info()?.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
     Ok(match &shared.config.password {
         Some(p) => {
             let redis = info.redis_settings().clone().set_password(p.expose());
@@ -145,6 +146,7 @@ pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
                     }
                 } else {
                     let due = last_resync.is_none_or(|at| at.elapsed() >= shared.config.resync_interval);
+                    flush_successes(&shared, &mut bg).await;
                     refresh(&shared, &mut bg, due).await;
                     if shared.resync_now.swap(false, Relaxed) || due {
                         push_offline(&shared, &mut bg).await;
@@ -167,6 +169,22 @@ pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
 async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
     let t = shared.config.response_timeout;
     matches!(tokio::time::timeout(t, redis::cmd("PING").query_async::<String>(conn)).await, Ok(Ok(_)))
+}
+
+/// Records the successes counted since the last tick, one script per deployment.
+async fn flush_successes(shared: &Shared, conn: &mut Counted) {
+    let ids: Vec<DeploymentId> = shared.successes.iter().map(|e| e.key().clone()).collect();
+    let writes = ids.iter().filter_map(|id| {
+        let n = shared.successes.remove(id).map(|(_, n)| n)?;
+        let mut c = conn.clone();
+        Some(async move {
+            if shared.record_outcomes(id, n, 0, &mut c).await.is_none() {
+                // Not recorded: count them again next time.
+                *shared.successes.entry(id.clone()).or_insert(0) += n;
+            }
+        })
+    });
+    futures_util::future::join_all(writes).await;
 }
 
 /// Pushes what this replica did locally while Redis did not take it: cooldowns set (merged:

@@ -37,13 +37,16 @@ end
 
 local function win_add(zk, hk, tick, a, b, ttl_ms)
   local t = fmt(tick)
-  redis.call('ZADD', zk, tick, t)
   redis.call('HINCRBY', hk, t .. 'a', a)
   redis.call('HINCRBY', hk, t .. 'b', b)
   redis.call('HINCRBY', hk, 'a', a)
   redis.call('HINCRBY', hk, 'b', b)
-  redis.call('PEXPIRE', zk, ttl_ms)
-  redis.call('PEXPIRE', hk, ttl_ms)
+  -- A new tick is the newest event: the keys live one window past it (no need to touch the
+  -- TTL again for later events in the same tick).
+  if redis.call('ZADD', zk, tick, t) == 1 then
+    redis.call('PEXPIRE', zk, ttl_ms)
+    redis.call('PEXPIRE', hk, ttl_ms)
+  end
 end
 
 -- Microseconds until the `which` total drops to `target` (0 when it already has).
