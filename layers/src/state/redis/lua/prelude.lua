@@ -10,43 +10,56 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- A sliding window: KEYS zk (sorted set of ticks) and hk (hash: `<tick>a`, `<tick>b`, totals `a`, `b`).
--- An event's tick is rounded up, the current time down: an event counts for the full span.
-local function win_prune(zk, hk, passed, span)
-  local cut = passed - span
+-- A sliding window: KEYS zk (sorted set of ticks) and hk (hash: `<tick>a`, `<tick>b` per tick,
+-- totals `a`, `b`, and `o` the oldest tick). An event's tick is rounded up, the current time down:
+-- an event counts for the full span. The common call is three commands (TIME, HMGET, HSET); the
+-- sorted set is touched once per new tick and once per expiring tick.
+
+-- Drops the ticks that left the window (`tick <= passed - span`). Rare: at most once per tick.
+local function win_prune(zk, hk, cut)
   local old = redis.call('ZRANGEBYSCORE', zk, '-inf', cut)
-  if #old > 0 then
-    local da, db = 0, 0
-    for _, t in ipairs(old) do
-      local v = redis.call('HMGET', hk, t .. 'a', t .. 'b')
-      da = da + (tonumber(v[1]) or 0)
-      db = db + (tonumber(v[2]) or 0)
-      redis.call('HDEL', hk, t .. 'a', t .. 'b')
-    end
-    redis.call('ZREMRANGEBYSCORE', zk, '-inf', cut)
-    if redis.call('ZCARD', zk) == 0 then
-      redis.call('DEL', hk)
-      return 0, 0
-    end
-    redis.call('HINCRBY', hk, 'a', -da)
-    redis.call('HINCRBY', hk, 'b', -db)
+  local da, db = 0, 0
+  for _, t in ipairs(old) do
+    local v = redis.call('HMGET', hk, t .. 'a', t .. 'b')
+    da = da + (tonumber(v[1]) or 0)
+    db = db + (tonumber(v[2]) or 0)
+    redis.call('HDEL', hk, t .. 'a', t .. 'b')
   end
-  local tot = redis.call('HMGET', hk, 'a', 'b')
-  return math.max(tonumber(tot[1]) or 0, 0), math.max(tonumber(tot[2]) or 0, 0)
+  redis.call('ZREMRANGEBYSCORE', zk, '-inf', cut)
+  local oldest = redis.call('ZRANGE', zk, 0, 0)
+  if #oldest == 0 then
+    redis.call('DEL', hk)
+    return
+  end
+  redis.call('HINCRBY', hk, 'a', -da)
+  redis.call('HINCRBY', hk, 'b', -db)
+  redis.call('HSET', hk, 'o', oldest[1])
 end
 
-local function win_add(zk, hk, tick, a, b, ttl_ms)
-  local t = fmt(tick)
-  redis.call('HINCRBY', hk, t .. 'a', a)
-  redis.call('HINCRBY', hk, t .. 'b', b)
-  redis.call('HINCRBY', hk, 'a', a)
-  redis.call('HINCRBY', hk, 'b', b)
-  -- A new tick is the newest event: the keys live one window past it (no need to touch the
-  -- TTL again for later events in the same tick).
-  if redis.call('ZADD', zk, tick, t) == 1 then
-    redis.call('PEXPIRE', zk, ttl_ms)
-    redis.call('PEXPIRE', hk, ttl_ms)
+-- The window at `passed` (the current tick rounded down): totals a, b, and the counts of tick `t`
+-- (nil when it has no event yet), and whether the window holds anything.
+local function win_read(zk, hk, passed, span, t)
+  local v = redis.call('HMGET', hk, 'a', 'b', 'o', t .. 'a', t .. 'b')
+  local o = tonumber(v[3])
+  if o and o <= passed - span then
+    win_prune(zk, hk, passed - span)
+    v = redis.call('HMGET', hk, 'a', 'b', 'o', t .. 'a', t .. 'b')
   end
+  return math.max(tonumber(v[1]) or 0, 0), math.max(tonumber(v[2]) or 0, 0), tonumber(v[4]), tonumber(v[5]), v[3]
+end
+
+-- Adds (da, db) at `tick` to a window read by `win_read` (totals a, b; tick counts ta, tb; oldest o).
+local function win_add(zk, hk, tick, a, b, ta, tb, o, da, db, ttl_ms)
+  local t = fmt(tick)
+  if ta then
+    redis.call('HSET', hk, 'a', fmt(a + da), 'b', fmt(b + db), t .. 'a', fmt(ta + da), t .. 'b', fmt((tb or 0) + db))
+    return
+  end
+  redis.call('HSET', hk, 'a', fmt(a + da), 'b', fmt(b + db), t .. 'a', fmt(da), t .. 'b', fmt(db), 'o', o or t)
+  -- A new tick is the newest event: the keys live one window past it.
+  redis.call('ZADD', zk, tick, t)
+  redis.call('PEXPIRE', zk, ttl_ms)
+  redis.call('PEXPIRE', hk, ttl_ms)
 end
 
 -- Microseconds until the `which` total drops to `target` (0 when it already has).

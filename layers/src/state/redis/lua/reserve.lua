@@ -4,9 +4,9 @@ local res, span = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rpm, tpm, tokens = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_us()
 local tick_now = math.ceil(now / res)
-local a, b = win_prune(KEYS[1], KEYS[2], math.floor(now / res), span)
+local a, b, ta, tb, o = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, fmt(tick_now))
 if (rpm < 0 or a < rpm) and (tpm < 0 or b + tokens <= tpm) then
-  win_add(KEYS[1], KEYS[2], tick_now, 1, tokens, math.ceil((span + 2) * res / 1000))
+  win_add(KEYS[1], KEYS[2], tick_now, a, b, ta, tb, o, 1, tokens, math.ceil((span + 2) * res / 1000))
   return { 1, fmt(tick_now), a + 1, b + tokens }
 end
 return { 0, fmt(win_room(KEYS[1], KEYS[2], a, b, rpm, tpm, tokens, now, res, span, tick_now)), a, b }

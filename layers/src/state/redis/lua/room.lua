@@ -2,7 +2,8 @@
 -- {wait µs, requests, tokens}.
 local res, span = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_us()
-local a, b = win_prune(KEYS[1], KEYS[2], math.floor(now / res), span)
+local tick_now = math.ceil(now / res)
+local a, b = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, fmt(tick_now))
 local wait = win_room(KEYS[1], KEYS[2], a, b, tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), now, res,
-  span, math.ceil(now / res))
+  span, tick_now)
 return { fmt(wait), a, b }
