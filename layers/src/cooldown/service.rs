@@ -24,7 +24,7 @@ const REASON_MAX: usize = 160;
 /// see [`CooldownLayer`].
 pub struct Cooldown<S> {
     pub(crate) inner: S,
-    pub(crate) shared: CooldownLayer,
+    pub(crate) shared: Arc<CooldownLayer>,
 }
 
 crate::inner_accessors!(Cooldown);
@@ -236,7 +236,7 @@ where
 async fn call_and_record<S, R>(
     mut inner: S,
     req: R,
-    shared: CooldownLayer,
+    shared: Arc<CooldownLayer>,
     group: Arc<Group>,
     mut claim: Option<ProbeClaim>,
     stream: bool,
@@ -301,7 +301,7 @@ where
 }
 
 /// A stream that fails after its first chunk still counts as a failure of its deployment.
-fn watch_stream_end(body: &mut RouteBody, shared: CooldownLayer, group: Arc<Group>, id: DeploymentId) {
+fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc<Group>, id: DeploymentId) {
     body.on_end(move |end| {
         let BodyEndKind::Failed(outcome) = end.kind else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };

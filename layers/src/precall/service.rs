@@ -15,7 +15,7 @@ use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteE
 /// [`PreCallLayer`].
 pub struct PreCall<S> {
     pub(crate) inner: S,
-    pub(crate) shared: PreCallLayer,
+    pub(crate) shared: Arc<PreCallLayer>,
 }
 
 crate::inner_accessors!(PreCall);

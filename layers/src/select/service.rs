@@ -26,7 +26,7 @@ use crate::{
 /// and the end-of-attempt bookkeeping ride on the response body.
 pub struct Select<S> {
     inner: S,
-    shared: SelectLayer,
+    shared: Arc<SelectLayer>,
     /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
     rng: Option<SmallRng>,
 }
@@ -47,7 +47,8 @@ impl<S: Clone> Clone for Select<S> {
 
 impl<S> Select<S> {
     pub(crate) fn new(inner: S, shared: SelectLayer) -> Self {
-        Self { inner, shared, rng: None }
+        // One `Arc` to clone per call, not one per field.
+        Self { inner, shared: Arc::new(shared), rng: None }
     }
 }
 
