@@ -1,5 +1,7 @@
-//! Cost of one pick per routing strategy, at 4, 64 and 1,024 candidates, and of a whole `Select`
-//! service call over an always-ready provider.
+//! Cost of one pick per routing strategy, at 4, 64 and 1,024 candidates, of a whole `Select`
+//! service call over an always-ready provider, and of the cooldown layer's filter over groups of
+//! the same sizes with no deployment cooling down, with a cooldown only in another group, and
+//! with a quarter of the group cooling down.
 //!
 //! Every strategy gets the state it reads: latency samples and peak-EWMA estimates, requests in
 //! flight, window usage under generous limits, and prices (built-in and per deployment), so each
@@ -15,7 +17,8 @@ use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::{SeedableRng, rngs::SmallRng};
 use switchyard_layers::{
-    BoxError, Deployment, Registry, RequestFacts, RouteBody, RouteCtx, StateStore,
+    BoxError, Deployment, Registry, RequestFacts, RouteBody, RouteCtx, RouteRequest, StateStore,
+    cooldown::{CooldownConfig, CooldownLayer},
     select::{RoutingStrategy, SelectLayer, Selection, StrategyArgs},
     state::{InFlightGuard, Limits},
 };
@@ -117,5 +120,79 @@ fn service_call(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, strategy_picks, service_call);
+/// Which deployments are cooling down in a cooldown-filter benchmark.
+#[derive(Clone, Copy)]
+enum Cooling {
+    /// None anywhere: the layer's local fast path, no read.
+    None,
+    /// One deployment of another group: the group's states are read and nothing is dropped.
+    Elsewhere,
+    /// Every fourth deployment of the group: read, and a quarter dropped.
+    Quarter,
+}
+
+impl Cooling {
+    const ALL: [(&str, Cooling); 3] =
+        [("none", Cooling::None), ("other group", Cooling::Elsewhere), ("quarter", Cooling::Quarter)];
+}
+
+/// The `CooldownLayer` alone over a provider that answers at once: resolving the group's
+/// candidates and dropping those cooling down (the provider marks no deployment as served, so no
+/// outcome is recorded after the call).
+fn cooldown_filter(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().expect("runtime");
+    let mut group = c.benchmark_group("cooldown_filter");
+    for n in SIZES {
+        for (name, cooling) in Cooling::ALL {
+            let registry = registry(n);
+            registry
+                .add(Deployment::builder("other", "openai/gpt-4o").id("other").build().expect("valid"))
+                .expect("new");
+            let store = Arc::new(StateStore::memory());
+            let benched: Vec<_> = match cooling {
+                Cooling::None => Vec::new(),
+                Cooling::Elsewhere => vec!["other".into()],
+                Cooling::Quarter => (0..n).step_by(4).map(|i| format!("d{i}").into()).collect(),
+            };
+            for id in &benched {
+                rt.block_on(store.set_cooldown(id, Duration::from_secs(3600), "bench".into(), Some(429)))
+                    .expect("memory store");
+            }
+            let layer = CooldownLayer::new(registry.clone(), store, CooldownConfig::default());
+            // Once, untimed: the filter leaves the expected candidates.
+            let expected = n - if matches!(cooling, Cooling::Quarter) { benched.len() } else { 0 };
+            let check = ServiceBuilder::new().layer(layer.clone()).service(service_fn(
+                |req: http::Request<Bytes>| async move {
+                    let left = req.route_ctx().and_then(|c| c.candidates.as_ref()).map_or(0, Vec::len);
+                    Ok::<_, BoxError>(http::Response::new(RouteBody::from(left.to_string())))
+                },
+            ));
+            let answer = rt.block_on(async {
+                let resp = check.oneshot(cooldown_request()).await.expect("served");
+                http_body_util::BodyExt::collect(resp.into_body()).await.expect("body").to_bytes()
+            });
+            assert_eq!(answer, expected.to_string(), "candidates left by the cooldown filter ({name}, {n})");
+
+            let provider = service_fn(|_req: http::Request<Bytes>| async {
+                Ok::<_, BoxError>(http::Response::new(RouteBody::empty()))
+            });
+            let svc = ServiceBuilder::new().layer(layer).service(provider);
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                b.to_async(&rt).iter(|| {
+                    let svc = svc.clone();
+                    async move { drop(black_box(svc.oneshot(cooldown_request()).await.expect("served"))) }
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+fn cooldown_request() -> http::Request<Bytes> {
+    let mut req = http::Request::new(Bytes::from_static(b"{}"));
+    req.extensions_mut().insert(RouteCtx::new("g"));
+    req
+}
+
+criterion_group!(benches, strategy_picks, service_call, cooldown_filter);
 criterion_main!(benches);
