@@ -1,6 +1,9 @@
 //! The in-memory backend: sharded maps, no `.await` inside any critical section.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{Arc, atomic::Ordering::Relaxed},
+    time::Duration,
+};
 
 use dashmap::DashMap;
 use tokio::time::Instant;
@@ -54,6 +57,9 @@ pub(super) struct MemoryBackend {
     base: Instant,
     config: StoreConfig,
     benches: super::IdMap<Bench>,
+    /// How many records `benches` holds, kept beside it: the per-attempt "anything benched?"
+    /// check is one load instead of a read lock on every shard (which cores contend on).
+    benched: std::sync::atomic::AtomicUsize,
     usage: super::IdMap<SlidingWindow>,
     outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
@@ -68,6 +74,7 @@ impl MemoryBackend {
             base: Instant::now(),
             config,
             benches: super::IdMap::default(),
+            benched: std::sync::atomic::AtomicUsize::new(0),
             usage: super::IdMap::default(),
             outcomes: super::IdMap::default(),
             spend: DashMap::new(),
@@ -93,7 +100,9 @@ impl MemoryBackend {
         half_open: bool,
         probe_until: Option<Instant>,
     ) {
-        self.benches.insert(id.clone(), Bench { cooldown, half_open, probe_until });
+        if self.benches.insert(id.clone(), Bench { cooldown, half_open, probe_until }).is_none() {
+            self.benched.fetch_add(1, Relaxed);
+        }
         self.changed();
     }
 
@@ -121,11 +130,11 @@ impl MemoryBackend {
     }
 
     pub(super) fn may_have_cooldowns(&self) -> bool {
-        !self.benches.is_empty()
+        self.benched.load(Relaxed) > 0
     }
 
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
-        if self.benches.is_empty() {
+        if !self.may_have_cooldowns() {
             return vec![CooldownState::Available; ids.len()];
         }
         let now = Instant::now();
@@ -134,7 +143,9 @@ impl MemoryBackend {
                 let state = self.benches.get(id).map_or(CooldownState::Available, |b| b.state(now));
                 if state == CooldownState::Available {
                     // Expired plain cooldowns are dropped on read, which keeps the map bounded.
-                    self.benches.remove_if(id, |_, b| b.state(now) == CooldownState::Available);
+                    if self.benches.remove_if(id, |_, b| b.state(now) == CooldownState::Available).is_some() {
+                        self.benched.fetch_sub(1, Relaxed);
+                    }
                 }
                 state
             })
@@ -143,7 +154,13 @@ impl MemoryBackend {
 
     pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, CooldownState)> {
         let now = Instant::now();
-        self.benches.retain(|_, b| b.state(now) != CooldownState::Available);
+        self.benches.retain(|_, b| {
+            let keep = b.state(now) != CooldownState::Available;
+            if !keep {
+                self.benched.fetch_sub(1, Relaxed);
+            }
+            keep
+        });
         let mut all: Vec<_> = self.benches.iter().map(|e| (e.key().clone(), e.value().state(now))).collect();
         all.sort_by_key(|(_, s)| match s {
             CooldownState::CoolingDown(c) => Some(c.until),
@@ -161,10 +178,13 @@ impl MemoryBackend {
         growth: Option<Growth>,
     ) -> Cooldown {
         let now = Instant::now();
-        let mut entry = self.benches.entry(id.clone()).or_insert_with(|| Bench {
-            cooldown: Cooldown { until: now, reason: reason.clone(), status, strikes: 0 },
-            half_open: false,
-            probe_until: None,
+        let mut entry = self.benches.entry(id.clone()).or_insert_with(|| {
+            self.benched.fetch_add(1, Relaxed);
+            Bench {
+                cooldown: Cooldown { until: now, reason: reason.clone(), status, strikes: 0 },
+                half_open: false,
+                probe_until: None,
+            }
         });
         let strikes = if growth.is_some() { entry.cooldown.strikes } else { 0 };
         let ttl = growth.map_or(base, |g| g.ttl(base, strikes));
@@ -210,6 +230,7 @@ impl MemoryBackend {
         let now = Instant::now();
         let removed = self.benches.remove(id);
         if removed.is_some() {
+            self.benched.fetch_sub(1, Relaxed);
             self.changed();
         }
         removed.is_some_and(|(_, b)| b.state(now) != CooldownState::Available)

@@ -668,6 +668,26 @@ mod tests {
         assert_eq!(store.cooldown_states(ids).await.unwrap(), vec![CooldownState::Available]);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn the_benched_count_follows_every_insert_and_removal() {
+        let store = StateStore::memory();
+        assert!(!store.may_have_cooldowns());
+        let (a, b) = (DeploymentId::from("a"), DeploymentId::from("b"));
+        store.set_cooldown(&a, Duration::from_secs(5), "500".into(), Some(500)).await.unwrap();
+        store.set_cooldown(&a, Duration::from_secs(9), "500".into(), Some(500)).await.unwrap();
+        store.set_cooldown(&b, Duration::from_secs(60), "429".into(), Some(429)).await.unwrap();
+        assert!(store.clear_cooldown(&b).await.unwrap());
+        assert!(store.may_have_cooldowns(), "a is still benched");
+        tokio::time::advance(Duration::from_secs(10)).await;
+        // An expired record is dropped when read, and the count with it.
+        assert_eq!(store.cooldown_states(std::slice::from_ref(&a)).await.unwrap(), vec![CooldownState::Available]);
+        assert!(!store.may_have_cooldowns());
+        store.set_cooldown(&b, Duration::from_secs(1), "x".into(), None).await.unwrap();
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(store.all_cooldowns().await.unwrap().is_empty());
+        assert!(!store.may_have_cooldowns());
+    }
+
     #[test]
     fn growth_is_capped() {
         let g = Growth::new(3.0, Duration::from_secs(60));
