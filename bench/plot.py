@@ -26,7 +26,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 TARGETS = [("direct", "mock, direct", "tab:gray"), ("switchyard", "Switchyard gateway", "tab:blue"),
            ("litellm", "LiteLLM proxy", "tab:red")]
@@ -46,6 +46,7 @@ def plain_log(ax, x=True, y=True):
     fmt = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}")
     for on, axis in ((x, ax.xaxis), (y, ax.yaxis)):
         if on:
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             axis.set_major_formatter(fmt)
             axis.set_minor_formatter(NullFormatter())
 
@@ -93,6 +94,9 @@ def plot_added(l2, out):
     for row, prof in zip(axes, profiles):
         for ax, (target, name, div, unit) in zip(row, cols):
             rows = prof.get("added_latency_us", {}).get(target, [])
+            if target == "switchyard":
+                # Only rates where the direct call was measured too.
+                rows = [r for r in rows if r["rate"] == r["direct_rate"]]
             for key, label in PCTS:
                 pts = [(r["rate"], r[key] / div) for r in rows]
                 if pts:
@@ -100,11 +104,18 @@ def plot_added(l2, out):
             ax.axhline(0, color="black", linewidth=0.6)
             if target == "switchyard":
                 ax.axhline(250, color="tab:red", linestyle="--", linewidth=0.8, label="target: p99 < 250 µs")
+                ax.set_yscale("symlog", linthresh=1000)
+                ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
             ax.set_xscale("log")
             plain_log(ax, y=False)
+            if rows:
+                ax.set_xticks(sorted({r["rate"] for r in rows}))
+                ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
             ax.set_xlabel("offered rate (requests/s)")
-            ax.set_ylabel(f"added latency ({unit})")
-            ax.set_title(f"mock {prof['latency_ms']} ms: {name} minus direct")
+            ax.set_ylabel(f"added latency ({unit})" + (", symlog" if target == "switchyard" else ""))
+            direct_rates = sorted({r["direct_rate"] for r in rows if r["direct_rate"] != r["rate"]})
+            against = f" (against direct at {', '.join(f'{d:,.0f}' for d in direct_rates)}/s)" if direct_rates else ""
+            ax.set_title(f"mock {prof['latency_ms']} ms: {name} minus direct{against}", fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
             if rows:
                 ax.legend(fontsize=8)
@@ -131,10 +142,13 @@ def plot_rate(l2, out):
         ax.bar_label(bars, labels=[f"{y:,.0f}" for y in ys], fontsize=8)
     ax.set_xticks(range(len(profiles)), [f"mock {p['latency_ms']} ms" for p in profiles])
     ax.set_yscale("log")
+    ax.set_ylim(bottom=10)
     plain_log(ax, x=False)
     ax.set_ylabel("highest error-free rate (requests/s)")
-    ax.set_title(f"L2: highest rate served with no error, stepping up\n{subtitle(l2)}", fontsize=9)
-    ax.legend(fontsize=8)
+    m = l2.get("machine", {})
+    ax.set_title(f"L2: highest error-free rate (no errors, kept up), stepping up\n"
+                 f"{m.get('cpus', '?')} CPUs; gateway or proxy alone on one CPU", fontsize=9)
+    ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.85))
     fig.tight_layout()
     fig.savefig(os.path.join(out, "l2-rate.png"), dpi=110)
     plt.close(fig)
