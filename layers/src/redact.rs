@@ -66,6 +66,23 @@ fn truncate(s: &mut String, max: usize) {
     s.push('…');
 }
 
+/// A URL with its credentials masked: `redis://user:pass@host/0` -> `redis://***@host/0`.
+///
+/// ```
+/// use switchyard_layers::redact::mask_url_credentials;
+/// assert_eq!(mask_url_credentials("rediss://:hunter2@cache:6380/0"), "rediss://***@cache:6380/0");
+/// assert_eq!(mask_url_credentials("redis://cache:6379"), "redis://cache:6379");
+/// ```
+pub fn mask_url_credentials(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) if scheme.is_empty() => format!("***{}", &rest[at..]),
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -320,7 +320,7 @@ async fn clear_returns_what_memory_returns() {
     let (h, p) = (id("half"), id("plain"));
     redis.bench(&h, Duration::from_millis(100), "500".into(), None, growth).await.unwrap();
     redis.set_cooldown(&p, Duration::from_millis(100), "500".into(), None).await.unwrap();
-    let deadline = Instant::now() + Duration::from_millis(150);
+    let deadline = Instant::now() + Duration::from_millis(400);
     tokio::time::sleep_until(deadline).await; // the cooldowns' own deadlines, not a sync
     assert_eq!(state(&redis, &h).await, CooldownState::HalfOpen { strikes: 1, probing: false });
     assert!(redis.clear_cooldown(&h).await.unwrap(), "half-open counts as in force");

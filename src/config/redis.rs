@@ -297,16 +297,7 @@ pub(crate) fn host_url(host: &str, port: u16, ssl: bool) -> String {
     }
 }
 
-/// `redis://user:pass@host` -> `redis://***@host`.
-pub(crate) fn mask_url_credentials(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) if scheme.is_empty() => format!("***{}", &rest[at..]),
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
-}
+pub(crate) use switchyard_layers::redact::mask_url_credentials;
 
 #[cfg(test)]
 mod tests {

@@ -227,16 +227,7 @@ impl fmt::Debug for Topology {
     }
 }
 
-/// `redis://user:pass@host` -> `redis://***@host`.
-pub(crate) fn mask_credentials(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) if scheme.is_empty() => format!("***{}", &rest[at..]),
-        Some(at) => format!("{scheme}://***{}", &rest[at..]),
-        None => url.to_owned(),
-    }
-}
+pub(crate) use crate::redact::mask_url_credentials as mask_credentials;
 
 #[cfg(test)]
 mod tests {
