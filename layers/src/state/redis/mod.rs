@@ -553,6 +553,8 @@ impl RedisBackend {
             async move { s.read_spend(key, &mut conn).await.unwrap_or_default() }
         });
         let mut read = futures_util::future::join_all(reads).await.into_iter();
+        // Measured from after the reads: a read-through's deadline is set when its reply arrives.
+        let now = Instant::now();
         Ok(cached.into_iter().map(|c| spend_state(c.unwrap_or_else(|| read.next().unwrap_or_default()), now)).collect())
     }
 
