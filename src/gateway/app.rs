@@ -2,9 +2,9 @@
 //! endpoints, and the layers every request goes through.
 //!
 //! Outermost first: request id, span and request metrics (every answer, 404s included); the
-//! master key (every route but the health probes); then either a handler or, for the OpenAI
-//! endpoints, the ingress (body limit, JSON, errors as OpenAI answers), the observer (routing
-//! headers, attempt metrics) and the routing stack.
+//! master key (every route but the health probes and the dashboard's static page); then either a
+//! handler or, for the OpenAI endpoints, the ingress (body limit, JSON, errors as OpenAI answers),
+//! the observer (routing headers, attempt metrics, the dashboard's windows) and the routing stack.
 
 use std::sync::Arc;
 
@@ -19,7 +19,8 @@ use super::{
     Shared, auth, error,
     observe::ObserveLayer,
     request_id,
-    routes::{deployments, health, models, reload},
+    routes::{deployments, health, models, reload, state},
+    ui,
 };
 
 /// Paths of the routed endpoints; the ingress reads the endpoint from the end of the path.
@@ -38,7 +39,7 @@ const ROUTED: [&str; 9] = [
 pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
     let routing = ServiceBuilder::new()
         .layer(IngressLayer::new(shared.max_body_bytes))
-        .layer(ObserveLayer)
+        .layer(ObserveLayer::new(shared.dashboard.clone()))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {
@@ -49,13 +50,26 @@ pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
         .route("/models", get(models::list))
         .route("/metrics", get(health::metrics))
         .route("/router/deployments", get(deployments::list))
-        .route("/router/deployments/{id}/cooldown", post(deployments::bench).delete(deployments::readmit))
+        .route(
+            "/router/deployments/{id}/cooldown",
+            post(deployments::bench)
+                .delete(deployments::readmit)
+                .route_layer(middleware::from_fn_with_state(shared.clone(), state::record_operator)),
+        )
+        .route("/router/state", get(state::state))
+        .route("/router/events", get(state::events))
+        .route("/router/events/stream", get(state::stream))
         .route("/router/reload", post(reload::reload))
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));
     let open = axum::Router::new()
         .route("/health/liveliness", get(health::liveliness))
         .route("/health/liveness", get(health::liveliness))
-        .route("/health/readiness", get(health::readiness));
+        .route("/health/readiness", get(health::readiness))
+        // The page and its assets hold no data: the endpoints they read take the key.
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::to_index))
+        .route("/ui/app.js", get(ui::script))
+        .route("/ui/app.css", get(ui::style));
     protected
         .merge(open)
         .fallback(error::not_found)

@@ -11,6 +11,7 @@ use tower::{Service, util::BoxCloneSyncService};
 use super::{
     Gateway, Shared, metrics,
     reload::{self, DeploymentCheck, ReloadError},
+    ui,
 };
 use crate::{Config, Router, RouterError};
 
@@ -145,7 +146,14 @@ impl GatewayBuilder {
     pub fn build(self) -> Result<Gateway, GatewayError> {
         let provider = self.provider.ok_or(GatewayError::MissingProvider)?;
         reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
-        let mut router = Router::builder(&self.config).on_fallback(metrics::record_fallback);
+        let dashboard = ui::Dashboard::new(self.config.settings.default_max_parallel_requests);
+        let (on_fallback, on_cooldown) = (dashboard.clone(), dashboard.clone());
+        let mut router = Router::builder(&self.config)
+            .on_fallback(move |e| {
+                metrics::record_fallback(e);
+                on_fallback.feed.fallback(e);
+            })
+            .on_cooldown(move |e| on_cooldown.feed.cooldown(e));
         if let Some(store) = self.store {
             router = router.store(store);
         }
@@ -164,6 +172,7 @@ impl GatewayBuilder {
             prometheus,
             check: self.check,
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
+            dashboard,
         };
         Ok(Gateway { shared: Arc::new(shared) })
     }

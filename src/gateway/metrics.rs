@@ -101,6 +101,10 @@ pub(crate) fn endpoint_label(path: &str) -> &'static str {
         "/metrics" => "/metrics",
         "/router/deployments" => "/router/deployments",
         "/router/reload" => "/router/reload",
+        "/router/state" => "/router/state",
+        "/router/events" => "/router/events",
+        "/router/events/stream" => "/router/events/stream",
+        "/ui" | "/ui/app.js" | "/ui/app.css" => "/ui",
         p if p.starts_with("/router/deployments/") && p.ends_with("/cooldown") => "/router/deployments/{id}/cooldown",
         p if p.starts_with("/openai/deployments/") && p.ends_with("/chat/completions") => "/v1/chat/completions",
         p if p.starts_with("/openai/deployments/") && p.ends_with("/embeddings") => "/v1/embeddings",
@@ -173,5 +177,9 @@ mod tests {
         assert_eq!(endpoint_label("/router/deployments/abc/cooldown"), "/router/deployments/{id}/cooldown");
         assert_eq!(endpoint_label("/openai/deployments/gpt-4o/chat/completions"), "/v1/chat/completions");
         assert_eq!(endpoint_label("/v1/unknown/random-text"), "other");
+        assert_eq!(endpoint_label("/ui/app.js"), "/ui");
+        assert_eq!(endpoint_label("/ui/"), "/ui");
+        assert_eq!(endpoint_label("/router/events/stream"), "/router/events/stream");
+        assert_eq!(endpoint_label("/ui/anything-else"), "other");
     }
 }

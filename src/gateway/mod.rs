@@ -1,7 +1,7 @@
 //! The OpenAI-compatible HTTP gateway (feature `gateway`): the routing stack behind axum, with
-//! the LiteLLM proxy's endpoints, master key, routing headers, Prometheus metrics and the
-//! operations a running gateway needs (bench and re-admit deployments, reload the config, shut
-//! down gracefully).
+//! the LiteLLM proxy's endpoints, master key, routing headers, Prometheus metrics, a live
+//! dashboard at `/ui` (`docs/observability.md`) and the operations a running gateway needs (bench
+//! and re-admit deployments, reload the config, shut down gracefully).
 //!
 //! [`Gateway::builder`] takes a [`Config`] (a LiteLLM proxy `config.yaml`, unchanged) and a
 //! provider; [`Gateway::router`] is the whole app as an [`axum::Router`] to mount or serve
@@ -50,6 +50,7 @@ mod reload;
 mod request_id;
 mod routes;
 mod serve;
+mod ui;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -92,6 +93,8 @@ pub(crate) struct Shared {
     pub(crate) check: Option<DeploymentCheck>,
     /// The aliases the last (re)load set; the lock also serializes reloads.
     pub(crate) aliases: tokio::sync::Mutex<Vec<Alias>>,
+    /// What the `/ui` dashboard shows besides the router's state: traffic windows, the event feed.
+    pub(crate) dashboard: Arc<ui::Dashboard>,
 }
 
 impl Gateway {

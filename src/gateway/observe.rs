@@ -1,28 +1,38 @@
 //! The layer between the ingress and the routing stack: times each routed call, counts its
-//! attempts, retries and overhead, and turns the answer's [`Served`] into routing headers.
+//! attempts, retries and overhead, feeds the dashboard's windows (attempts, errors, latency, TTFT
+//! per deployment) and retry events, and turns the answer's [`Served`] into routing headers.
 
 use std::{
     fmt,
+    sync::Arc,
     task::{Context, Poll},
 };
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use switchyard_layers::{BoxError, RouteBody, RouteError, Served};
+use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served};
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::{headers, metrics};
+use super::{headers, metrics, ui::Dashboard};
 
 /// Applies [`Observe`].
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct ObserveLayer;
+#[derive(Clone, Debug)]
+pub(crate) struct ObserveLayer {
+    dashboard: Arc<Dashboard>,
+}
+
+impl ObserveLayer {
+    pub(crate) fn new(dashboard: Arc<Dashboard>) -> Self {
+        Self { dashboard }
+    }
+}
 
 impl<S> Layer<S> for ObserveLayer {
     type Service = Observe<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Observe { inner }
+        Observe { inner, dashboard: self.dashboard.clone() }
     }
 }
 
@@ -30,6 +40,7 @@ impl<S> Layer<S> for ObserveLayer {
 #[derive(Clone)]
 pub(crate) struct Observe<S> {
     inner: S,
+    dashboard: Arc<Dashboard>,
 }
 
 impl<S> fmt::Debug for Observe<S> {
@@ -54,6 +65,8 @@ where
     fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
+        let dashboard = self.dashboard.clone();
+        let streaming = req.extensions().get::<RouteCtx>().is_some_and(|ctx| ctx.facts().stream);
         let started = Instant::now();
         Box::pin(async move {
             let result = inner.call(req).await;
@@ -63,6 +76,7 @@ where
                     if let Some(served) = resp.extensions().get::<Served>().cloned() {
                         let overhead = elapsed.saturating_sub(served.upstream);
                         metrics::record_served(&served, overhead);
+                        dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
                     }
                     Ok(resp)
@@ -70,6 +84,7 @@ where
                 Err(err) => {
                     if let Some(route) = RouteError::find(&*err) {
                         metrics::record_failed(route.trail());
+                        dashboard.record_failed(route.trail());
                     }
                     Err(err)
                 }

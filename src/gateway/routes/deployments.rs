@@ -56,7 +56,7 @@ struct Row {
 
 /// A deployment's cooldown state as JSON: `status` is `available`, `cooling_down` or `half_open`.
 #[derive(Serialize)]
-struct CooldownView {
+pub(crate) struct CooldownView {
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     until_seconds: Option<f64>,
@@ -71,7 +71,8 @@ struct CooldownView {
 }
 
 impl CooldownView {
-    fn new(state: Option<&CooldownState>, now: Instant) -> Self {
+    /// The view of `state` at `now`.
+    pub(crate) fn new(state: Option<&CooldownState>, now: Instant) -> Self {
         let mut view = Self {
             status: "available",
             until_seconds: None,

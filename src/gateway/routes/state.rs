@@ -1,0 +1,298 @@
+//! The dashboard's data: `GET /router/state` (every group and deployment: state, limits, traffic
+//! and latency windows), `GET /router/events` (the routing event feed, paged by `seq`) and
+//! `GET /router/events/stream` (the same feed as server-sent events). The JSON shapes are in
+//! `docs/observability.md`.
+
+use std::{
+    collections::HashMap,
+    convert::Infallible,
+    sync::Arc,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use axum::{
+    Json,
+    extract::{Path, Query, Request, State},
+    middleware::Next,
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
+};
+use futures_util::stream;
+use http::{Method, StatusCode};
+use serde::{Deserialize, Serialize};
+use switchyard_layers::{
+    Deployment, DeploymentId,
+    deployment::WeightBasis,
+    state::{CooldownState, LocalState, WindowUsage},
+};
+use tokio::{sync::broadcast::error::RecvError, time::Instant};
+
+use super::deployments::CooldownView;
+use crate::gateway::{
+    Shared,
+    error::json_error,
+    ui::{
+        Dashboard,
+        feed::{FEED_CAPACITY, FeedPage},
+        stats::{RATE_SECONDS, WINDOW_SECONDS, WindowView},
+    },
+};
+
+/// What `GET /router/state` answers.
+#[derive(Serialize)]
+pub(crate) struct Snapshot {
+    generated_at_ms: u64,
+    window_seconds: usize,
+    rate_seconds: u64,
+    backend: &'static str,
+    degraded: bool,
+    master_key: bool,
+    cooldown_time_seconds: f64,
+    last_event_seq: u64,
+    groups: Vec<GroupView>,
+}
+
+#[derive(Serialize)]
+struct GroupView {
+    name: String,
+    /// The field simple-shuffle weighs by: `weight`, `rpm`, `tpm` or `uniform`.
+    weight_basis: &'static str,
+    attempts: u64,
+    requests_per_second: f64,
+    deployments: Vec<DeploymentView>,
+}
+
+#[derive(Serialize)]
+struct DeploymentView {
+    id: String,
+    model: String,
+    provider: String,
+    /// `blocked`, `cooling_down`, `half_open`, `at_limit` or `healthy`, first that applies.
+    state: &'static str,
+    cooldown: CooldownView,
+    /// Which limits are reached: `rpm`, `tpm`, `parallel`.
+    limits_reached: Vec<&'static str>,
+    blocked: bool,
+    /// The deployment's weight under the group's basis (0 when it does not set that field).
+    weight: f64,
+    /// Its share of the group's weight (0 when blocked).
+    weight_share: f64,
+    /// Its share of the group's attempts over the window; `null` without traffic.
+    traffic_share: Option<f64>,
+    rpm: Limit,
+    tpm: Limit,
+    parallel: Limit,
+    window: WindowView,
+}
+
+#[derive(Serialize)]
+struct Limit {
+    used: u64,
+    limit: Option<u64>,
+}
+
+impl Limit {
+    fn reached(&self) -> bool {
+        self.limit.is_some_and(|l| self.used >= l)
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis().try_into().unwrap_or(u64::MAX))
+}
+
+fn basis_name(basis: WeightBasis) -> &'static str {
+    match basis {
+        WeightBasis::Weight => "weight",
+        WeightBasis::Rpm => "rpm",
+        WeightBasis::Tpm => "tpm",
+        _ => "uniform",
+    }
+}
+
+fn share(part: f64, total: f64) -> f64 {
+    if total > 0.0 { (part / total * 1000.0).round() / 1000.0 } else { 0.0 }
+}
+
+/// Every model group and its deployments, in config order.
+pub(crate) async fn state(State(shared): State<Arc<Shared>>) -> Response {
+    let router = &shared.router;
+    let dashboard = &shared.dashboard;
+    let deployments = router.registry().deployments();
+    let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
+    let (cooldowns, usage) = match (router.cooldowns().await, router.store().usage(&ids).await) {
+        (Ok(c), Ok(u)) => (c, u),
+        (Err(e), _) | (_, Err(e)) => {
+            return json_error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "state_unavailable", e.to_string());
+        }
+    };
+    let cooldowns: HashMap<DeploymentId, CooldownState> =
+        cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
+    dashboard.stats.retain(|id| router.registry().deployment(id).is_some());
+    dashboard.feed.sweep();
+
+    let now = Instant::now();
+    let mut order: Vec<Arc<str>> = Vec::new();
+    let mut members: HashMap<Arc<str>, Vec<(&Arc<Deployment>, WindowUsage)>> = HashMap::new();
+    for (d, used) in deployments.iter().zip(usage) {
+        let entry = members.entry(d.group.clone()).or_default();
+        if entry.is_empty() {
+            order.push(d.group.clone());
+        }
+        entry.push((d, used));
+    }
+    let groups = order
+        .into_iter()
+        .map(|name| {
+            let rows = members.remove(&name).unwrap_or_default();
+            let group = router.registry().group(&name);
+            let basis = group.map(|g| g.weight_basis());
+            group_view(&name, basis, &rows, &cooldowns, dashboard, router.store().local(), now)
+        })
+        .collect();
+    Json(Snapshot {
+        generated_at_ms: unix_ms(),
+        window_seconds: WINDOW_SECONDS,
+        rate_seconds: RATE_SECONDS,
+        backend: router.store().backend_name(),
+        degraded: router.store().is_degraded(),
+        master_key: shared.master_key.is_some(),
+        cooldown_time_seconds: shared.cooldown_time.as_secs_f64(),
+        last_event_seq: dashboard.feed.last_seq(),
+        groups,
+    })
+    .into_response()
+}
+
+fn group_view(
+    name: &str,
+    basis: Option<WeightBasis>,
+    rows: &[(&Arc<Deployment>, WindowUsage)],
+    cooldowns: &HashMap<DeploymentId, CooldownState>,
+    dashboard: &Dashboard,
+    local: &LocalState,
+    now: Instant,
+) -> GroupView {
+    let basis = basis.unwrap_or(WeightBasis::Uniform);
+    let windows: Vec<WindowView> = rows.iter().map(|(d, _)| dashboard.stats.view(&d.id)).collect();
+    let attempts: u64 = windows.iter().map(|w| w.attempts).sum();
+    let total_weight: f64 = rows.iter().filter(|(d, _)| !d.blocked).map(|(d, _)| basis.weight(d)).sum();
+    let requests_per_second = windows.iter().map(|w| w.requests_per_second).sum();
+    let deployments = rows
+        .iter()
+        .zip(windows)
+        .map(|((d, used), window)| {
+            let rpm = Limit { used: used.requests, limit: d.rpm };
+            let tpm = Limit { used: used.tokens, limit: d.tpm };
+            let parallel = Limit { used: local.in_flight(&d.id), limit: dashboard.parallel_limit(d) };
+            let limits_reached: Vec<&'static str> = [("rpm", &rpm), ("tpm", &tpm), ("parallel", &parallel)]
+                .into_iter()
+                .filter(|(_, l)| l.reached())
+                .map(|(n, _)| n)
+                .collect();
+            let cooldown = cooldowns.get(&d.id);
+            let state = match cooldown {
+                _ if d.blocked => "blocked",
+                Some(CooldownState::CoolingDown(_)) => "cooling_down",
+                Some(CooldownState::HalfOpen { .. }) => "half_open",
+                _ if !limits_reached.is_empty() => "at_limit",
+                _ => "healthy",
+            };
+            let weight = basis.weight(d);
+            DeploymentView {
+                id: d.id.to_string(),
+                model: d.model.clone(),
+                provider: d.provider().to_owned(),
+                state,
+                cooldown: CooldownView::new(cooldown, now),
+                limits_reached,
+                blocked: d.blocked,
+                weight,
+                weight_share: if d.blocked { 0.0 } else { share(weight, total_weight) },
+                traffic_share: (attempts > 0).then(|| share(window.attempts as f64, attempts as f64)),
+                rpm,
+                tpm,
+                parallel,
+                window,
+            }
+        })
+        .collect();
+    GroupView { name: name.to_owned(), weight_basis: basis_name(basis), attempts, requests_per_second, deployments }
+}
+
+/// The query of `GET /router/events`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct EventsQuery {
+    /// Events with a greater `seq` (default 0: everything kept).
+    #[serde(default)]
+    after: u64,
+    /// At most this many (default and cap: the ring's capacity).
+    limit: Option<usize>,
+}
+
+/// The feed after `after`, oldest first.
+pub(crate) async fn events(State(shared): State<Arc<Shared>>, Query(q): Query<EventsQuery>) -> Json<FeedPage> {
+    let limit = q.limit.unwrap_or(FEED_CAPACITY).min(FEED_CAPACITY);
+    Json(shared.dashboard.feed.page(q.after, limit))
+}
+
+/// How often an open stream sweeps for passed cooldown deadlines.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// The feed as server-sent events (`event: routing`, `id:` the `seq`, `data:` the event JSON),
+/// from now on; a subscriber that falls behind gets an `event: lagged` with how many it missed
+/// and can page the rest from `GET /router/events`.
+pub(crate) async fn stream(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let rx = shared.dashboard.feed.subscribe();
+    let mut tick = tokio::time::interval(SWEEP_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let events = stream::unfold((rx, tick, shared), |(mut rx, mut tick, shared)| async move {
+        loop {
+            tokio::select! {
+                received = rx.recv() => {
+                    let event = match received {
+                        Ok(e) => Event::default()
+                            .event("routing")
+                            .id(e.seq.to_string())
+                            .json_data(&*e)
+                            .unwrap_or_else(|_| Event::default().comment("unserializable event")),
+                        Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+                        Err(RecvError::Closed) => return None,
+                    };
+                    return Some((Ok::<_, Infallible>(event), (rx, tick, shared)));
+                }
+                _ = tick.tick() => shared.dashboard.feed.sweep(),
+            }
+        }
+    });
+    Sse::new(events).keep_alive(KeepAlive::default())
+}
+
+/// Wraps `POST` / `DELETE /router/deployments/{id}/cooldown`: a bench or re-admission that
+/// succeeded goes into the event feed, with the deadline and reason the store now holds.
+pub(crate) async fn record_operator(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let method = req.method().clone();
+    let resp = next.run(req).await;
+    if !resp.status().is_success() {
+        return resp;
+    }
+    let id = DeploymentId::from(id);
+    let Some(deployment) = shared.router.registry().deployment(&id) else { return resp };
+    let feed = &shared.dashboard.feed;
+    if method == Method::DELETE {
+        feed.readmitted_by_operator(&id, &deployment.group);
+    } else if let Ok(states) = shared.router.store().cooldown_states(std::slice::from_ref(&id)).await
+        && let Some(CooldownState::CoolingDown(c)) = states.first()
+    {
+        feed.benched_by_operator(&id, &deployment.group, c.until, &c.reason);
+    }
+    resp
+}
