@@ -132,6 +132,16 @@ pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
                 "model group and provider model must not be empty",
             ));
         }
+        if client_chooses_the_host(d) {
+            return Err(ConfigError::invalid(
+                format!("{}.litellm_params.model", sources.deployment(i)),
+                format!(
+                    "`{}` takes its provider from the requested name, and with it the host the deployment's \
+                     credentials are sent to; set `api_base`, or name the provider (`openai/*`)",
+                    d.model
+                ),
+            ));
+        }
         if let Some(first) = ids.insert(d.id.as_str(), i) {
             return Err(ConfigError::invalid(
                 sources.deployment(i),
@@ -212,6 +222,21 @@ pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         }
     }
     Ok(())
+}
+
+/// A wildcard group without `api_base` whose provider (the model's prefix before the first `/`,
+/// which picks the host and default base URL) comes from the requested name: the provider model
+/// has a wildcard there (`model: "*"`), or its wildcards do not match the group's in number, so
+/// the requested name is used whole, under a group whose own prefix is a wildcard (`model_name:
+/// "*"`). A client asking for `groq/x` would have the deployment's key sent to the provider of its
+/// choosing.
+fn client_chooses_the_host(d: &Deployment) -> bool {
+    let wild_prefix = |name: &str| name.split_once('/').map_or(name, |(p, _)| p).contains('*');
+    let slots = d.model.matches('*').count();
+    let used_whole = slots > 0 && slots != d.group.matches('*').count();
+    d.group.contains('*')
+        && d.api_base.as_deref().is_none_or(|b| b.trim().is_empty())
+        && (wild_prefix(&d.model) || (used_whole && wild_prefix(&d.group)))
 }
 
 fn check_targets(names: &Names<'_>, targets: &[String], node: &Node) -> Result<(), ConfigError> {

@@ -1,6 +1,8 @@
 //! The master key: with `general_settings.master_key` set, a client presents it as
 //! `Authorization: Bearer <key>` (or in `api-key`, `x-api-key`, `x-litellm-api-key`, as the
-//! LiteLLM proxy accepts), compared in constant time.
+//! LiteLLM proxy accepts), compared in constant time: both keys are hashed with SHA-256 and the
+//! digests compared with `subtle`, so neither where the keys differ nor how long the expected key
+//! is shows in the time taken.
 //!
 //! Whatever the client sent as a key is removed from the request before it goes further, so it
 //! can never reach an upstream, with or without a master key.
@@ -13,6 +15,7 @@ use axum::{
     response::Response,
 };
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{Shared, error::json_error};
@@ -49,10 +52,14 @@ fn presented_key(headers: &HeaderMap) -> Option<&[u8]> {
     KEY_HEADERS.iter().find_map(|name| headers.get(name)).map(|v| v.as_bytes().trim_ascii())
 }
 
-/// Constant-time comparison: the time taken does not depend on where the keys differ (only on
-/// their lengths).
+/// Constant-time comparison of the SHA-256 digests: the time taken depends neither on where the
+/// keys differ nor on the expected key's length (`ct_eq` on the raw bytes would return early on a
+/// length mismatch). Hashing the presented key takes time linear in its length, which the client
+/// already knows.
 fn matches(expected: &str, presented: &[u8]) -> bool {
-    expected.as_bytes().ct_eq(presented).into()
+    let expected = Sha256::digest(expected.as_bytes());
+    let presented = Sha256::digest(presented);
+    expected.as_slice().ct_eq(presented.as_slice()).into()
 }
 
 fn strip_credentials(headers: &mut HeaderMap) {

@@ -1,6 +1,15 @@
 //! The response headers that say how a request was routed, ours and the LiteLLM proxy's names
 //! for the same facts, built from the [`Served`] extension the stack puts on every answer.
 //!
+//! No upstream header reaches the client: the provider builds each answer's head itself
+//! (`content-type`, and `cache-control` on a stream); on an error answer `Retry-After` /
+//! `retry-after-ms` are written as numbers from the classified wait, never copied; everything
+//! else an answer carries is set here or by the gateway (`x-request-id`, `x-switchyard-error`).
+//! So an upstream's `set-cookie`, `www-authenticate`, hop-by-hop or `x-` headers are dropped,
+//! whatever they hold (`upstream_headers_are_not_forwarded_to_the_client` in
+//! `tests/security.rs`). Values written here are group names and deployment ids from the config,
+//! numbers, or nothing.
+//!
 //! ```
 //! use std::time::Duration;
 //! use http::HeaderMap;

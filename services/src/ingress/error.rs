@@ -6,7 +6,8 @@ use http::{Method, StatusCode};
 use switchyard_layers::BoxError;
 
 /// A request the ingress refused before routing: wrong method, no OpenAI endpoint at the path, a
-/// body that is not JSON by its content type, too large, or unreadable.
+/// body that is not JSON by its content type, too large, unreadable, or carrying client-side
+/// credentials (`api_key`, `api_base`, `base_url`).
 ///
 /// Malformed JSON is not an `IngressError`: it is the [`RouteError`](switchyard_layers::RouteError)
 /// of kind `InvalidRequest` that [`facts_from_json`](crate::openai::facts_from_json) returns.
@@ -35,6 +36,7 @@ enum Kind {
     UnsupportedMediaType,
     BodyTooLarge,
     BodyRead,
+    ClientCredentials,
 }
 
 impl IngressError {
@@ -72,6 +74,14 @@ impl IngressError {
         e
     }
 
+    /// The body sets `field`, one of LiteLLM's client-side credential keys
+    /// ([`CLIENT_CREDENTIAL_KEYS`](crate::openai::CLIENT_CREDENTIAL_KEYS)), which would let a
+    /// client send an attempt to a host of its choosing or with a key of its own (400).
+    /// Switchyard never takes them from a request.
+    pub fn client_credentials(field: &str) -> Self {
+        Self::new(Kind::ClientCredentials, crate::openai::client_credential_message(field))
+    }
+
     fn new(kind: Kind, message: String) -> Self {
         Self { kind, message, source: None }
     }
@@ -83,7 +93,7 @@ impl IngressError {
             Kind::UnknownEndpoint => StatusCode::NOT_FOUND,
             Kind::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Kind::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Kind::BodyRead => StatusCode::BAD_REQUEST,
+            Kind::BodyRead | Kind::ClientCredentials => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -96,6 +106,7 @@ impl IngressError {
             Kind::UnsupportedMediaType => "unsupported_media_type",
             Kind::BodyTooLarge => "body_too_large",
             Kind::BodyRead => "body_read",
+            Kind::ClientCredentials => "client_credentials_not_allowed",
         }
     }
 
@@ -122,6 +133,11 @@ impl IngressError {
     /// The body could not be read.
     pub fn is_body_read(&self) -> bool {
         self.kind == Kind::BodyRead
+    }
+
+    /// The body carried a client-side credential key.
+    pub fn is_client_credentials(&self) -> bool {
+        self.kind == Kind::ClientCredentials
     }
 
     /// The message, naming the problem.

@@ -11,7 +11,10 @@
 //!    the length is announced), so every retry and fallback below replays the same `Bytes`;
 //! 4. parses the JSON once with [`facts_from_json`](crate::openai::facts_from_json) (400 naming
 //!    the problem) and inserts `RouteCtx::with_facts(model, facts)` into the extensions. Every other
-//!    extension and header stays (a user layer's data, `traceparent`, ...);
+//!    extension and header stays (a user layer's data, `traceparent`, ...). A body carrying a
+//!    client-side credential ([`CLIENT_CREDENTIAL_KEYS`](crate::openai::CLIENT_CREDENTIAL_KEYS):
+//!    `api_key`, `api_base`, `base_url`, however escaped) is refused in the same parse (400
+//!    `client_credentials_not_allowed` naming the key): endpoints and keys come from the config;
 //! 5. gives the request an `x-request-id` when it has none (128 random bits in hex), and echoes
 //!    the id on the answer;
 //! 6. calls the inner stack, and turns its error, if any, into an answer with

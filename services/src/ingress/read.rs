@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use switchyard_layers::{ApiKey, BoxError, RouteCtx, ctx::Endpoint};
 
 use super::IngressError;
-use crate::openai::facts_from_json;
+use crate::openai::{FactsError, read_facts};
 
 /// What the layer configured.
 #[derive(Clone, Copy, Debug)]
@@ -37,18 +37,19 @@ where
     check_content_type(&parts.headers)?;
     let mut body = read_body(body, config.max_body_bytes).await?;
 
-    let (model, facts) = match facts_from_json(&body, endpoint) {
-        Ok(read) => read,
-        Err(err) => match azure_deployment.as_deref().and_then(|name| with_model(&body, name)) {
-            // An Azure-style request names its deployment in the path and may leave `model` out;
-            // the name becomes the body's `model`, so every layer below sees a standard body.
-            Some(completed) => {
-                body = completed;
-                facts_from_json(&body, endpoint)?
-            }
-            None => return Err(err.into()),
-        },
-    };
+    let mut read = read_facts(&body, endpoint);
+    // An Azure-style request names its deployment in the path and may leave `model` out; the
+    // name becomes the body's `model`, so every layer below sees a standard body.
+    if matches!(read, Err(FactsError::Invalid(_)))
+        && let Some(completed) = azure_deployment.as_deref().and_then(|name| with_model(&body, name))
+    {
+        body = completed;
+        read = read_facts(&body, endpoint);
+    }
+    let (model, facts) = read.map_err(|e| match e {
+        FactsError::ClientCredential(field) => BoxError::from(IngressError::client_credentials(field)),
+        FactsError::Invalid(err) => err.into(),
+    })?;
     let mut facts = facts.with_body(body.clone());
     if facts.session.is_none() {
         facts.session = header_text(&parts.headers, SESSION_HEADER).map(str::to_owned);

@@ -11,6 +11,39 @@ use switchyard_layers::{RequestFacts, RouteError, RouteErrorKind, ctx::Endpoint}
 /// [`facts_from_json`] lists the ones a request uses in [`RequestFacts::required_params`].
 pub const REQUIRED_PARAM_NAMES: [&str; 2] = ["response_format", "tools"];
 
+/// LiteLLM's client-side credential keys: a request body setting one (to anything but `null`)
+/// would send its attempt to a host of the client's choosing or with a key of its own.
+/// [`facts_from_json`] refuses them; LiteLLM's proxy allows them only with
+/// `allow_client_side_credentials`, a setting Switchyard does not have. (The provider also
+/// removes them, with `api_version`, before a body goes upstream.)
+pub const CLIENT_CREDENTIAL_KEYS: [&str; 3] = ["api_key", "api_base", "base_url"];
+
+/// Why [`read_facts`] refused a body.
+#[derive(Debug)]
+pub(crate) enum FactsError {
+    /// Malformed: not a JSON object, no model, a routing key of the wrong type...
+    Invalid(RouteError),
+    /// The body sets this one of [`CLIENT_CREDENTIAL_KEYS`].
+    ClientCredential(&'static str),
+}
+
+impl FactsError {
+    fn into_route_error(self) -> RouteError {
+        match self {
+            Self::Invalid(e) => e,
+            Self::ClientCredential(field) => invalid(client_credential_message(field)),
+        }
+    }
+}
+
+/// The refusal of a body that sets the client-side credential `field`.
+pub(crate) fn client_credential_message(field: &str) -> String {
+    format!(
+        "`{field}` is not allowed in the request body: deployments' endpoints and credentials come from the \
+         gateway's configuration only"
+    )
+}
+
 /// What routing reads from a body; everything else is skipped without being built.
 #[derive(Deserialize)]
 struct Probe {
@@ -34,6 +67,14 @@ struct Probe {
     fallbacks: Option<Value>,
     #[serde(default)]
     disable_fallbacks: Option<Value>,
+    // Client-side credentials ([`CLIENT_CREDENTIAL_KEYS`]), read by their unescaped names, so
+    // `"api\u005fkey"` is `api_key` here as it is to every other JSON reader.
+    #[serde(default)]
+    api_key: Option<IgnoredAny>,
+    #[serde(default)]
+    api_base: Option<IgnoredAny>,
+    #[serde(default)]
+    base_url: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -53,10 +94,12 @@ struct Metadata {
 /// - `metadata.session_id`: a string or a number;
 /// - required parameters: each of [`REQUIRED_PARAM_NAMES`] present and not `null`;
 /// - routing overrides (LiteLLM request keys): `num_retries` (a non-negative integer),
-///   `fallbacks` (a list of group names), `disable_fallbacks` (a boolean).
+///   `fallbacks` (a list of group names), `disable_fallbacks` (a boolean);
+/// - no client-side credentials: a top-level [`CLIENT_CREDENTIAL_KEYS`] entry that is not `null`
+///   is refused, however its name is escaped.
 ///
 /// The input-token count is left empty: it is counted lazily by the first layer that needs it.
-/// Anything malformed is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
+/// Anything malformed or refused is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
 ///
 /// ```
 /// use switchyard_layers::ctx::Endpoint;
@@ -75,19 +118,39 @@ struct Metadata {
 /// let (_, facts) = facts_from_json(body, Endpoint::Chat)?;
 /// assert_eq!(facts.num_retries, Some(0));
 /// assert_eq!(facts.fallbacks.as_deref(), Some(&["gpt-4o-mini".to_owned()][..]));
+///
+/// let refused = facts_from_json(br#"{"model":"gpt-4o","api\u005fbase":"http://evil.example"}"#, Endpoint::Chat);
+/// assert!(refused.unwrap_err().to_string().contains("`api_base` is not allowed"));
 /// # Ok::<(), switchyard_layers::RouteError>(())
 /// ```
 pub fn facts_from_json(body: &[u8], endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
+    read_facts(body, endpoint).map_err(FactsError::into_route_error)
+}
+
+/// [`facts_from_json`], telling a client-side credential apart from a malformed body (the
+/// ingress answers it with its own error kind). One parse of the body.
+pub(crate) fn read_facts(body: &[u8], endpoint: Endpoint) -> Result<(String, RequestFacts), FactsError> {
     let not_json = |e: serde_json::Error| invalid(format!("request body is not valid JSON: {e}"));
     // serde reads a struct from an array too; a request is an object.
     if body.trim_ascii_start().first() != Some(&b'{') {
-        serde_json::from_slice::<IgnoredAny>(body).map_err(not_json)?;
-        return Err(invalid("request body must be a JSON object"));
+        serde_json::from_slice::<IgnoredAny>(body).map_err(not_json).map_err(FactsError::Invalid)?;
+        return Err(FactsError::Invalid(invalid("request body must be a JSON object")));
     }
-    let probe: Probe = serde_json::from_slice(body).map_err(|e| match e.classify() {
-        Category::Data => invalid(format!("invalid request body: {e}")),
-        Category::Io | Category::Syntax | Category::Eof => not_json(e),
-    })?;
+    let probe: Probe = serde_json::from_slice(body)
+        .map_err(|e| match e.classify() {
+            Category::Data => invalid(format!("invalid request body: {e}")),
+            Category::Io | Category::Syntax | Category::Eof => not_json(e),
+        })
+        .map_err(FactsError::Invalid)?;
+    let credentials = [probe.api_key.is_some(), probe.api_base.is_some(), probe.base_url.is_some()];
+    if let Some(i) = credentials.iter().position(|set| *set) {
+        return Err(FactsError::ClientCredential(CLIENT_CREDENTIAL_KEYS[i]));
+    }
+    checked(probe, endpoint).map_err(FactsError::Invalid)
+}
+
+/// The facts of a parsed body, or the first malformed routing key.
+fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
     let model = match probe.model {
         Some(Value::String(m)) if !m.trim().is_empty() => m,
         Some(Value::String(_)) => return Err(invalid("`model` is empty")),
@@ -228,6 +291,26 @@ mod tests {
         assert!(err(br#"{"model":4}"#).contains("`model` must be a string, got integer `4`"));
         assert!(err(br#"{"model":"m","stream":"yes"}"#).contains("`stream` must be a boolean"));
         assert!(err(br#"{"model":"m","tags":[1]}"#).contains("`tags` must hold strings"));
+    }
+
+    #[test]
+    fn client_side_credentials_are_refused_however_spelled() {
+        let refused = |body: &[u8]| match read_facts(body, Endpoint::Chat) {
+            Err(FactsError::ClientCredential(field)) => Some(field),
+            Err(FactsError::Invalid(e)) => panic!("refused as malformed: {e}"),
+            Ok(_) => None,
+        };
+        assert_eq!(refused(br#"{"model":"m","api_base":"http://evil"}"#), Some("api_base"));
+        assert_eq!(refused(br#"{"model":"m","base_url":"http://evil"}"#), Some("base_url"));
+        assert_eq!(refused(br#"{"model":"m","api_key":"sk-mine"}"#), Some("api_key"));
+        assert_eq!(refused(br#"{"model":"m","api\u005fkey":"sk-mine"}"#), Some("api_key"));
+        assert_eq!(refused(br#"{"model":"m","\u0061pi_base":{"nested":[1]}}"#), Some("api_base"));
+        assert_eq!(refused(br#"{"api_key":"sk-mine"}"#), Some("api_key"), "before the model is checked");
+        assert_eq!(refused(br#"{"model":"m","api_key":null}"#), None);
+        assert_eq!(refused(br#"{"model":"m","messages":[{"content":"my api_key is"}]}"#), None);
+        assert_eq!(refused(br#"{"model":"m","metadata":{"api_base":"x"}}"#), None);
+        assert!(err(br#"{"model":"m","base_url":"x"}"#).contains("`base_url` is not allowed"));
+        assert!(err(br#"{"model":"m","api_key":"a","api\u005fkey":"b"}"#).contains("duplicate field `api_key`"));
     }
 
     #[test]

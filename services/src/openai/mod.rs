@@ -27,5 +27,6 @@ pub(crate) mod wire;
 pub use chat::{ChatChoice, ChatChunk, ChatCompletion, ChatDelta, ChatMessage, ChatRequest, ChunkChoice, UsageBody};
 pub use embedding::{Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage};
 pub use error::{ApiError, ErrorResponse};
-pub use facts::{REQUIRED_PARAM_NAMES, facts_from_json};
+pub use facts::{CLIENT_CREDENTIAL_KEYS, REQUIRED_PARAM_NAMES, facts_from_json};
+pub(crate) use facts::{FactsError, client_credential_message, read_facts};
 pub use sse::{SseDecoder, SseError, SseEvent};

@@ -1,7 +1,7 @@
 //! Classifying an attempt's result (status, error body, retry headers, transport errors) with
 //! the one classifier, and reading a whole (non-streaming) answer.
 
-use std::{error::Error as StdError, io, time::Duration};
+use std::{error::Error as StdError, io, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -10,7 +10,8 @@ use http_body_util::{BodyExt, Limited};
 use serde::Deserialize;
 use serde_json::Value;
 use switchyard_layers::{
-    ApiKey, BoxError, DeploymentId, Outcome, RouteBody, RouteError, Usage, outcome::classify, redact::redact,
+    ApiKey, BoxError, Deployment, DeploymentId, Outcome, RouteBody, RouteError, Usage, outcome::classify,
+    redact::redact,
 };
 
 /// Longest message kept from an upstream error.
@@ -20,8 +21,9 @@ const MESSAGE_MAX: usize = 200;
 #[derive(Clone, Debug)]
 pub(crate) struct AttemptInfo {
     pub(crate) id: DeploymentId,
-    /// The deployment's own key, masked out of any message that leaves the provider.
-    pub(crate) key: Option<ApiKey>,
+    /// The deployment: its credentials ([`secrets`](Self::secrets)) are masked out of any
+    /// message or body that leaves the provider.
+    pub(crate) deployment: Arc<Deployment>,
     pub(crate) max_bytes: usize,
     /// Longest gap between two chunks after a stream's commit point.
     pub(crate) gap: Option<Duration>,
@@ -30,12 +32,86 @@ pub(crate) struct AttemptInfo {
 impl AttemptInfo {
     /// `text` made short and secret-free.
     pub(crate) fn message(&self, text: &str) -> String {
-        let known: Vec<&str> = self.key.iter().map(ApiKey::expose).collect();
-        redact(text, &known, MESSAGE_MAX)
+        redact(text, &self.secrets(), MESSAGE_MAX)
+    }
+
+    /// What the deployment sends upstream as credentials, any of which an upstream may echo:
+    /// its key, `azure_ad_token`, `organization` and the `extra_headers` values (at least 4 bytes
+    /// long; shorter ones would mask ordinary words). Read only on a failure.
+    fn secrets(&self) -> Vec<&str> {
+        let d = &*self.deployment;
+        let mut out: Vec<&str> = d.api_key.iter().map(ApiKey::expose).collect();
+        out.extend(["azure_ad_token", "organization"].iter().filter_map(|k| d.params.get(*k)?.as_str()));
+        if let Some(Value::Object(extra)) = d.params.get("extra_headers") {
+            out.extend(extra.values().filter_map(Value::as_str));
+        }
+        out.retain(|s| s.len() >= 4);
+        out
+    }
+
+    /// `body` with every occurrence of the deployment's [`secrets`](Self::secrets) replaced by
+    /// `***`: as bytes, and in the strings of a JSON body however they are escaped
+    /// (`"\u0073k-..."` is the key to the edge, which reads the provider's error as JSON).
+    pub(crate) fn mask_secrets(&self, mut body: Bytes) -> Bytes {
+        let secrets = self.secrets();
+        for secret in &secrets {
+            body = mask_bytes(body, secret.as_bytes());
+        }
+        // Only a backslash can spell a secret in a way the bytes do not show.
+        if secrets.is_empty() || !body.contains(&b'\\') {
+            return body;
+        }
+        let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
+            return body;
+        };
+        let changed = secrets.iter().fold(false, |changed, secret| mask_strings(&mut value, secret) | changed);
+        if changed { serde_json::to_vec(&value).map_or(body, Bytes::from) } else { body }
     }
 
     pub(crate) fn failure(&self, outcome: Outcome, text: &str) -> RouteError {
         RouteError::upstream(outcome, self.id.clone(), self.message(text))
+    }
+}
+
+/// `body` with every occurrence of `key` replaced by `***`.
+fn mask_bytes(body: Bytes, key: &[u8]) -> Bytes {
+    if !body.windows(key.len()).any(|w| w == key) {
+        return body;
+    }
+    let mut out = Vec::with_capacity(body.len());
+    let mut rest = &body[..];
+    while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(b"***");
+        rest = &rest[at + key.len()..];
+    }
+    out.extend_from_slice(rest);
+    Bytes::from(out)
+}
+
+/// Replaces `key` by `***` in every string and object key of `value`; whether anything changed.
+fn mask_strings(value: &mut Value, key: &str) -> bool {
+    match value {
+        Value::String(s) if s.contains(key) => {
+            *s = s.replace(key, "***");
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |changed, v| mask_strings(v, key) | changed),
+        Value::Object(map) => {
+            let mut changed = false;
+            for (name, mut v) in std::mem::take(map) {
+                changed |= mask_strings(&mut v, key);
+                let name = if name.contains(key) {
+                    changed = true;
+                    name.replace(key, "***")
+                } else {
+                    name
+                };
+                map.insert(name, v);
+            }
+            changed
+        }
+        _ => false,
     }
 }
 
@@ -108,6 +184,9 @@ where
         true => format!("upstream answered {status}"),
         false => format!("upstream answered {status}: {detail}"),
     };
+    // The body is kept for the edge (a passed-through 4xx shows the provider's message) and for
+    // logs: an upstream that echoes the key it was sent must not have it carried further.
+    let body = info.mask_secrets(body);
     let mut err = info.failure(outcome, &text).with_upstream_response(status, body);
     if let Some(wait) = classified.retry_after {
         err = err.with_retry_after(wait);
@@ -189,12 +268,23 @@ mod tests {
 
     #[test]
     fn messages_never_carry_the_deployments_key() {
-        let info = AttemptInfo {
-            id: DeploymentId::new("d"),
-            key: Some(ApiKey::new("k-123-secret")),
-            max_bytes: 1024,
-            gap: None,
-        };
+        let deployment = Deployment::builder("g", "openai/m")
+            .id("d")
+            .api_key(ApiKey::new("k-123-secret"))
+            .param("extra_headers", serde_json::json!({ "x-tenant": "tenant-secret" }))
+            .build()
+            .expect("valid deployment");
+        let info =
+            AttemptInfo { id: DeploymentId::new("d"), deployment: Arc::new(deployment), max_bytes: 1024, gap: None };
         assert!(!info.message("bad key k-123-secret given").contains("k-123-secret"));
+        assert!(!info.message("tenant tenant-secret unknown").contains("tenant-secret"));
+        let body = info.mask_secrets(Bytes::from_static(b"{\"error\":\"k-123-secret, k-123-secret!\"}"));
+        assert_eq!(&body[..], b"{\"error\":\"***, ***!\"}");
+        let escaped = info.mask_secrets(Bytes::from_static(
+            br#"{"error":{"message":"\u006b-123-secret \u0074enant-secret","k-123-secret":1}}"#,
+        ));
+        let value: Value = serde_json::from_slice(&escaped).expect("still JSON");
+        assert_eq!(value["error"]["message"], "*** ***");
+        assert_eq!(value["error"]["***"], 1);
     }
 }

@@ -117,7 +117,7 @@ where
         let bound = Bound::of(&self.config, &deployment, ctx.deadline, stream);
         let info = AttemptInfo {
             id: deployment.id.clone(),
-            key: deployment.api_key.clone(),
+            deployment: deployment.clone(),
             max_bytes: self.config.max_response_bytes,
             gap: bound.gap,
         };
