@@ -11,6 +11,7 @@
 //! | unknown model group | 404 | `invalid_request_error` / `model_not_found`, the known groups in the message |
 //! | malformed request | 400 | `invalid_request_error` / `invalid_request` |
 //! | body too large, not JSON, wrong method or path | 413, 415, 405, 404 | `invalid_request_error` / see [`IngressError`] |
+//! | `api_key`, `api_base` or `base_url` in the body | 400 | `invalid_request_error` / `client_credentials_not_allowed`, the field in the message |
 //! | prompt fits no context window | 400 | `invalid_request_error` / `context_length_exceeded` |
 //! | all deployments cooling down | 429 + `Retry-After` | `rate_limit_error` / `all_deployments_cooling_down` |
 //! | all deployments at their limits | 429 + `Retry-After` | `rate_limit_error` / `rate_limit_exceeded` |
