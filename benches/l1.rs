@@ -33,6 +33,11 @@
 //! Settings from the environment: `L1_SECS` (measured seconds per point, default 3), `L1_WARMUP_SECS`
 //! (default 1), `L1_CONCURRENCY` (default `1,16,128`), `L1_VARIANTS` (default
 //! `bare,memory,redis,redis-rpm`), `L1_ALLOC_CALLS` (default 10000), `L1_OUT` (the JSON path).
+//! `L1_PROFILE_CALLS=N` skips all of that and only makes N sequential calls per variant on a
+//! one-thread runtime (after the allocation pass's warm-up), for an instruction profiler: run it
+//! under `valgrind --tool=callgrind` with two values of N, and the difference in instructions
+//! divided by the difference in calls is the cost of one call (request construction included; the
+//! `bare` variant alone gives that baseline).
 //! Under `cargo test --benches` (no `--bench` argument) it runs every point for a few milliseconds
 //! in the unoptimized build, checks that it works, and writes no JSON.
 
@@ -520,8 +525,24 @@ fn to_json(settings: &Settings, levels: &[Level], per_call: &[PerCall]) -> serde
     })
 }
 
+/// `L1_PROFILE_CALLS`: `calls` sequential calls per variant and nothing else (see the module docs).
+fn profile_calls(settings: &Settings, calls: u64) {
+    let backends = Backends::start(&settings.variants);
+    for &variant in &settings.variants {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let target = Target::build(variant, &backends, &rt);
+        rt.block_on(call_each(&target, (0..ALLOC_WARMUP_CALLS).map(|_| request()).collect()));
+        rt.block_on(call_each(&target, (0..calls).map(|_| request()).collect()));
+        println!("l1: {:<10} {calls} calls", variant.name());
+    }
+}
+
 fn main() {
     let settings = Settings::from_env();
+    if let Some(calls) = std::env::var("L1_PROFILE_CALLS").ok().and_then(|v| v.trim().parse().ok()) {
+        profile_calls(&settings, calls);
+        return;
+    }
     let backends = Backends::start(&settings.variants);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(WORKERS).enable_all().build().expect("runtime");
     let targets: Vec<(Variant, Target)> =

@@ -296,6 +296,11 @@ impl RouteCtx {
         &self.target
     }
 
+    /// The target as the shared name it is stored as: a reference-count bump, not a copy.
+    pub(crate) fn target_name(&self) -> &Arc<str> {
+        &self.target
+    }
+
     /// Moves the request to another model group (a fallback hop): sets the target, clears the
     /// resolved group, candidates, exclusions and selection, and counts the hop. The deadline,
     /// the facts and the trail are kept.

@@ -168,7 +168,9 @@ struct InnerError {
 /// the status.
 pub fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Classified {
     let mut outcome = Outcome::from_status(status);
+    // serde reads a struct from a JSON array too; an error body is an object.
     if !status.is_success()
+        && body.trim_ascii_start().first() == Some(&b'{')
         && let Ok(ErrorEnvelope { error: Some(err) }) = serde_json::from_slice::<ErrorEnvelope>(body)
     {
         let code = match &err.code {
@@ -208,7 +210,8 @@ fn classify_codes(codes: &[&str], message: &str) -> Option<Outcome> {
 }
 
 /// Reads `retry-after-ms` (milliseconds), then `retry-after` (seconds, fractional allowed, or an
-/// HTTP date relative to `now`). Negative, unparsable or past values give `None`.
+/// HTTP date relative to `now`). Negative, unparsable or past values give `None`; every form is
+/// capped at one day, so a hostile header cannot overflow a deadline.
 ///
 /// ```
 /// use http::HeaderMap;
@@ -223,15 +226,16 @@ fn classify_codes(codes: &[&str], message: &str) -> Option<Outcome> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    if let Some(ms) = header_str(headers, "retry-after-ms").and_then(parse_seconds) {
-        return Some(ms / 1000);
+    // Milliseconds become seconds before the cap: capping first would turn a 20-minute wait into 86 s.
+    if let Some(ms) = header_str(headers, "retry-after-ms").and_then(parse_number) {
+        return Some(capped_secs(ms / 1000.0));
     }
     let value = header_str(headers, "retry-after")?;
-    if let Some(d) = parse_seconds(value) {
-        return Some(d);
+    if let Some(secs) = parse_number(value) {
+        return Some(capped_secs(secs));
     }
     let at = httpdate::parse_http_date(value).ok()?;
-    at.duration_since(now).ok()
+    at.duration_since(now).ok().map(|d| d.min(MAX_WAIT))
 }
 
 /// OpenAI's `x-ratelimit-reset-requests` / `-tokens` (`1s`, `6m0s`, `20ms`): the later of the two.
@@ -246,11 +250,18 @@ fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name)?.to_str().ok().map(str::trim)
 }
 
-/// A non-negative decimal number of seconds, capped at one day so a hostile header cannot
-/// overflow a deadline.
-fn parse_seconds(s: &str) -> Option<Duration> {
+/// The longest wait a retry header can ask for.
+const MAX_WAIT: Duration = Duration::from_secs(86_400);
+
+/// A non-negative, finite decimal number.
+fn parse_number(s: &str) -> Option<f64> {
     let v: f64 = s.parse().ok()?;
-    (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64(v.min(86_400.0)))
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+/// `secs` seconds, capped at [`MAX_WAIT`].
+fn capped_secs(secs: f64) -> Duration {
+    Duration::from_secs_f64(secs.min(MAX_WAIT.as_secs_f64()))
 }
 
 /// Durations such as `1h2m3.5s`, `6m0s`, `20ms`.
@@ -277,7 +288,7 @@ fn parse_go_duration(s: &str) -> Option<Duration> {
             };
         rest = next;
     }
-    (total.is_finite() && total >= 0.0).then(|| Duration::from_secs_f64(total.min(86_400.0)))
+    (total.is_finite() && total >= 0.0).then(|| capped_secs(total))
 }
 
 #[cfg(test)]
@@ -319,6 +330,10 @@ mod tests {
     fn unparsable_body_falls_back_to_the_status() {
         let c = classify(StatusCode::BAD_GATEWAY, &HeaderMap::new(), b"<html>oops");
         assert_eq!(c.outcome, Outcome::ServerError);
+        // Found by the classify fuzz check (fuzz/regressions/classify/): an array was read as an
+        // error envelope.
+        let array = br#"[{"code":"context_length_exceeded"}]"#;
+        assert_eq!(classify(StatusCode::BAD_REQUEST, &HeaderMap::new(), array).outcome, Outcome::BadRequest);
     }
 
     #[test]
@@ -332,6 +347,13 @@ mod tests {
         h.insert("retry-after", date.parse().expect("date header"));
         assert_eq!(retry_after(&h, now), Some(Duration::from_secs(30)));
         assert_eq!(retry_after(&headers(&[("retry-after", "1e300")]), now), Some(Duration::from_secs(86_400)));
+        // Found by fuzzing (fuzz/regressions/retry_after/): ms over 86,400 were capped at 86.4 s,
+        // and HTTP dates were not capped at all.
+        assert_eq!(retry_after(&headers(&[("retry-after-ms", "1200000")]), now), Some(Duration::from_secs(1200)));
+        let far = httpdate::fmt_http_date(now + Duration::from_secs(86_460));
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", far.parse().expect("date header"));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(86_400)));
     }
 
     #[test]

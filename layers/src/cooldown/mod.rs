@@ -62,6 +62,7 @@
 mod config;
 mod decide;
 mod events;
+pub mod future;
 mod layer;
 mod service;
 

@@ -4,11 +4,10 @@ use std::{
     task::{Context, Poll},
 };
 
-use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 use tower_service::Service;
 
-use super::{CooldownConfig, CooldownEvent, CooldownLayer, decide, events::emit};
+use super::{CooldownConfig, CooldownEvent, CooldownLayer, decide, events::emit, future::ResponseFuture};
 use crate::{
     BoxError, Deployment, DeploymentId, Group, Outcome, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
     StateStore,
@@ -147,155 +146,186 @@ where
 {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
+        // Everything up to the cooldown read is synchronous: done here, so the common call (nothing
+        // benched anywhere) calls the ready inner service directly and needs no boxed future.
+        let Some(ctx) = req.route_ctx_mut() else {
+            return failed(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx").into());
+        };
+        let stream = ctx.facts().stream;
+        let any = match ctx.resolve_candidates(&self.shared.registry) {
+            Ok(candidates) => !candidates.is_empty(),
+            Err(e) => return failed(e.into()),
+        };
+        let group = ctx.group.clone().expect("resolved with the candidates");
+        if self.shared.config.disabled {
+            return ResponseFuture::passthrough(self.inner.call(req));
+        }
+        // Fast path: nothing is benched anywhere (a local check), so nothing to filter.
+        if !any || !self.shared.store.may_have_cooldowns() {
+            let record = Record { shared: self.shared.clone(), group, claim: None, stream };
+            return ResponseFuture::attempt(self.inner.call(req), record);
+        }
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        let shared = self.shared.clone();
-        Box::pin(async move {
-            let config = &*shared.config;
-            let store = &shared.store;
-            let ctx = req.route_ctx_mut().ok_or_else(|| {
-                BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
-            })?;
-            let stream = ctx.facts().stream;
-            let any = !ctx.resolve_candidates(&shared.registry)?.is_empty();
-            let group = ctx.group.clone().expect("resolved with the candidates");
-            // Fast path: nothing is benched anywhere (a local check), so nothing to filter.
-            if config.disabled {
-                let mut inner = inner;
-                return inner.call(req).await.map_err(Into::into);
-            }
-            if !any || !store.may_have_cooldowns() {
-                return call_and_record(inner, req, shared.clone(), group, None, stream).await;
-            }
-            let candidates = ctx.candidates.clone().unwrap_or_default();
-            let ids: Vec<DeploymentId> = candidates.iter().map(|d| d.id.clone()).collect();
-            let mut claim = ProbeClaim { store: store.clone(), id: None };
-            let keep = loop {
-                let states = store.cooldown_states(&ids).await?;
-                let mut keep: Vec<Arc<Deployment>> = Vec::with_capacity(candidates.len());
-                let mut earliest: Option<Instant> = None;
-                let mut half_open: Vec<&Arc<Deployment>> = Vec::new();
-                for (d, state) in candidates.iter().zip(&states) {
-                    match state {
-                        CooldownState::Available => keep.push(d.clone()),
-                        CooldownState::CoolingDown(c) => earliest = Some(earliest.map_or(c.until, |e| e.min(c.until))),
-                        CooldownState::HalfOpen { probing: false, .. } => half_open.push(d),
-                        _ => {}
-                    }
-                }
-                // A half-open deployment returns only through a probe: claim it, and this request
-                // is the probe.
-                if let Some(probe) = config.probe {
-                    for d in half_open {
-                        if store.claim_probe(&d.id, probe.hold).await? {
-                            claim.id = Some(d.id.clone());
-                            emit(
-                                config.hook.as_ref(),
-                                CooldownEvent::ProbeStarted { deployment: d.id.clone(), group: group.name().clone() },
-                            );
-                            keep = vec![d.clone()];
-                            break;
-                        }
-                    }
-                }
-                if !keep.is_empty() {
-                    break keep;
-                }
-                let wait = earliest.map(|e| e.saturating_duration_since(Instant::now()));
-                let within_deadline = |until: Instant| ctx.deadline.is_none_or(|d| until <= d);
-                match (config.wait_for_cooldown, earliest, wait) {
-                    (Some(max), Some(at), Some(w)) if w <= max && within_deadline(at) => {
-                        tokio::time::sleep_until(at).await;
-                    }
-                    _ => {
-                        emit(
-                            config.hook.as_ref(),
-                            CooldownEvent::AllCoolingDown { group: group.name().clone(), earliest },
-                        );
-                        return Err(all_cooling_down(&group, earliest));
-                    }
-                }
-            };
-            ctx.candidates = Some(keep);
-            let probing = claim.id.take();
-            let claim = ProbeClaim { store: store.clone(), id: probing.clone() };
-            call_and_record(inner, req, shared.clone(), group, Some(claim), stream).await
-        })
+        ResponseFuture::boxed(Box::pin(filter_and_call(inner, self.shared.clone(), group, stream, req)))
     }
 }
 
-/// Calls the inner service and records the attempt's outcome (success count, failure rules,
-/// the probe's verdict).
-async fn call_and_record<S, R>(
+/// An error the future returns at once.
+fn failed<F>(err: BoxError) -> ResponseFuture<F> {
+    ResponseFuture::boxed(Box::pin(std::future::ready(Err(err))))
+}
+
+/// Drops the candidates cooling down (claiming a half-open probe, or waiting for the first to
+/// return when configured), then makes the attempt and records its outcome.
+async fn filter_and_call<S, R>(
     mut inner: S,
-    req: R,
     shared: Arc<CooldownLayer>,
     group: Arc<Group>,
-    mut claim: Option<ProbeClaim>,
     stream: bool,
+    mut req: R,
 ) -> Result<http::Response<RouteBody>, BoxError>
 where
+    R: RouteRequest,
     S: Service<R, Response = http::Response<RouteBody>>,
     S::Error: Into<BoxError>,
 {
+    let config = &*shared.config;
     let store = &shared.store;
-    let probing = claim.as_ref().and_then(|c| c.id.clone());
-    match inner.call(req).await.map_err(Into::into) {
-        Ok(mut resp) => {
-            let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
-            if let Some(id) = served {
-                let recovered = probing.as_ref() == Some(&id);
-                if recovered && let Some(c) = &mut claim {
-                    c.settle();
-                }
-                if stream {
-                    watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
-                }
-                // Counting the success (and closing a probe) is bookkeeping: the answer does not wait.
-                let shared = shared.clone();
-                store.run_bookkeeping(async move {
-                    let store = &shared.store;
-                    let done = async {
-                        store.record_outcome(&id, true).await?;
-                        if recovered {
-                            store.clear_cooldown(&id).await?;
-                            emit(
-                                shared.config.hook.as_ref(),
-                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
-                            );
-                        }
-                        Ok::<_, BoxError>(())
-                    };
-                    if let Err(e) = done.await {
-                        tracing::warn!(error = %e, "could not record a success");
-                    }
-                });
+    let ctx = req.route_ctx_mut().expect("checked by the caller");
+    let candidates = ctx.candidates.clone().unwrap_or_default();
+    let ids: Vec<DeploymentId> = candidates.iter().map(|d| d.id.clone()).collect();
+    let mut claim = ProbeClaim { store: store.clone(), id: None };
+    let keep = loop {
+        let states = store.cooldown_states(&ids).await?;
+        let mut keep: Vec<Arc<Deployment>> = Vec::with_capacity(candidates.len());
+        let mut earliest: Option<Instant> = None;
+        let mut half_open: Vec<&Arc<Deployment>> = Vec::new();
+        for (d, state) in candidates.iter().zip(&states) {
+            match state {
+                CooldownState::Available => keep.push(d.clone()),
+                CooldownState::CoolingDown(c) => earliest = Some(earliest.map_or(c.until, |e| e.min(c.until))),
+                CooldownState::HalfOpen { probing: false, .. } => half_open.push(d),
+                _ => {}
             }
-            Ok(resp)
         }
-        Err(err) => {
-            if let Some(failure) = Failure::of(&err) {
-                let was_probe = probing.as_ref() == Some(&failure.deployment);
-                if was_probe && let Some(c) = &mut claim {
-                    c.settle();
+        // A half-open deployment returns only through a probe: claim it, and this request
+        // is the probe.
+        if let Some(probe) = config.probe {
+            for d in half_open {
+                if store.claim_probe(&d.id, probe.hold).await? {
+                    claim.id = Some(d.id.clone());
+                    emit(
+                        config.hook.as_ref(),
+                        CooldownEvent::ProbeStarted { deployment: d.id.clone(), group: group.name().clone() },
+                    );
+                    keep = vec![d.clone()];
+                    break;
                 }
-                // The cooldown rules run off the request path: the error goes back at once (the
-                // retry layer never picks the failed deployment again in this call).
-                let shared = shared.clone();
-                store.run_bookkeeping(async move {
-                    if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, was_probe).await {
-                        tracing::warn!(error = %e, "could not record a failure");
-                    }
-                });
             }
-            Err(err)
+        }
+        if !keep.is_empty() {
+            break keep;
+        }
+        let wait = earliest.map(|e| e.saturating_duration_since(Instant::now()));
+        let within_deadline = |until: Instant| ctx.deadline.is_none_or(|d| until <= d);
+        match (config.wait_for_cooldown, earliest, wait) {
+            (Some(max), Some(at), Some(w)) if w <= max && within_deadline(at) => {
+                tokio::time::sleep_until(at).await;
+            }
+            _ => {
+                emit(config.hook.as_ref(), CooldownEvent::AllCoolingDown { group: group.name().clone(), earliest });
+                return Err(all_cooling_down(&group, earliest));
+            }
+        }
+    };
+    ctx.candidates = Some(keep);
+    let probing = claim.id.take();
+    let claim = ProbeClaim { store: store.clone(), id: probing };
+    let record = Record { shared: shared.clone(), group, claim: Some(claim), stream };
+    let result = inner.call(req).await.map_err(Into::into);
+    record.finish(result)
+}
+
+/// What the layer records once an attempt has resolved: the success count, the failure rules, the
+/// probe's verdict.
+pub(crate) struct Record {
+    shared: Arc<CooldownLayer>,
+    group: Arc<Group>,
+    claim: Option<ProbeClaim>,
+    stream: bool,
+}
+
+impl Record {
+    /// Records the attempt's `result` and passes it on.
+    pub(crate) fn finish(
+        self,
+        result: Result<http::Response<RouteBody>, BoxError>,
+    ) -> Result<http::Response<RouteBody>, BoxError> {
+        let Record { shared, group, mut claim, stream } = self;
+        let store = &shared.store;
+        let probing = claim.as_ref().and_then(|c| c.id.clone());
+        match result {
+            Ok(mut resp) => {
+                let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
+                if let Some(id) = served {
+                    let recovered = probing.as_ref() == Some(&id);
+                    if recovered && let Some(c) = &mut claim {
+                        c.settle();
+                    }
+                    if stream {
+                        watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
+                    }
+                    // Counting the success is bookkeeping: the answer does not wait. The memory
+                    // store counts it at once, with no future to box.
+                    if !recovered && store.record_success_now(&id) {
+                        return Ok(resp);
+                    }
+                    let shared = shared.clone();
+                    store.run_bookkeeping(async move {
+                        let store = &shared.store;
+                        let done = async {
+                            store.record_outcome(&id, true).await?;
+                            if recovered {
+                                store.clear_cooldown(&id).await?;
+                                emit(
+                                    shared.config.hook.as_ref(),
+                                    CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                                );
+                            }
+                            Ok::<_, BoxError>(())
+                        };
+                        if let Err(e) = done.await {
+                            tracing::warn!(error = %e, "could not record a success");
+                        }
+                    });
+                }
+                Ok(resp)
+            }
+            Err(err) => {
+                if let Some(failure) = Failure::of(&err) {
+                    let was_probe = probing.as_ref() == Some(&failure.deployment);
+                    if was_probe && let Some(c) = &mut claim {
+                        c.settle();
+                    }
+                    // The cooldown rules run off the request path: the error goes back at once (the
+                    // retry layer never picks the failed deployment again in this call).
+                    let shared = shared.clone();
+                    store.run_bookkeeping(async move {
+                        if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, was_probe).await {
+                            tracing::warn!(error = %e, "could not record a failure");
+                        }
+                    });
+                }
+                Err(err)
+            }
         }
     }
 }

@@ -48,6 +48,7 @@
 //! ```
 
 mod event;
+pub mod future;
 mod layer;
 mod plan;
 mod service;

@@ -11,10 +11,11 @@ use tower_service::Service;
 
 use super::{
     FallbackEvent, FallbackTable,
+    future::ResponseFuture,
     layer::Shared,
     plan::{Plan, Position, Step},
 };
-use crate::{AttemptRecord, BoxError, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served};
+use crate::{AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served};
 
 type Response = http::Response<RouteBody>;
 
@@ -60,17 +61,41 @@ where
 {
     type Response = Response;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Response, BoxError>>;
+    type Future = ResponseFuture<S, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, req: R) -> Self::Future {
+    fn call(&mut self, mut req: R) -> Self::Future {
+        let shared = &self.shared;
+        let Some(ctx) = req.route_ctx_mut() else {
+            // Nothing to route by: the layers below report the missing context.
+            return ResponseFuture::passthrough(self.inner.call(req));
+        };
+        if ctx.deadline.is_none()
+            && let Some(budget) = shared.config.deadline
+        {
+            ctx.deadline = Some(Instant::now() + budget);
+        }
+        let deadline = ctx.deadline;
+        let base_hop = ctx.hop;
+        let trail = ctx.call_trail();
+        let first = ctx.target_name().clone();
+        let disabled = ctx.facts().disable_fallbacks;
+        let per_request = ctx.facts().fallbacks.clone();
+        // Every hop starts again from the request as it arrived, so nothing an inner layer set for
+        // one group (candidates, exclusions, selection) leaks into the next.
+        // No table and no per-request list: nothing can take over, so keep no copy.
+        let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
+        let original = if disabled || nowhere { None } else { req.try_clone_request() };
+        // The first group is served by the ready service at once; that service, driven to
+        // readiness again, makes the hops.
+        let fut = self.inner.call(req);
         let clone = self.inner.clone();
-        // The ready service serves the first hop; later hops drive it to readiness again.
         let inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(run(inner, self.shared.clone(), req))
+        let hops = Hops { inner, shared: shared.clone(), original, deadline, base_hop, trail, first, per_request };
+        ResponseFuture::first(fut, base_hop, hops)
     }
 }
 
@@ -85,39 +110,41 @@ enum Stop {
     Deadline,
 }
 
-async fn run<S, R>(mut inner: S, shared: Arc<Shared>, mut req: R) -> Result<Response, BoxError>
+/// What the hops of a call need once its first group failed.
+pub(crate) struct Hops<S, R> {
+    inner: S,
+    shared: Arc<Shared>,
+    /// The request as it arrived; `None` when no hop can be made.
+    original: Option<R>,
+    deadline: Option<Instant>,
+    base_hop: u32,
+    trail: CallTrail,
+    /// The name the call started at.
+    first: Arc<str>,
+    per_request: Option<Vec<String>>,
+}
+
+impl<S, R> Hops<S, R>
+where
+    R: RouteRequest,
+    S: Service<R, Response = Response> + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    /// The rest of the call after its first group failed with `err`.
+    pub(crate) fn after_failure(self, err: BoxError) -> BoxFuture<'static, Result<Response, BoxError>> {
+        Box::pin(run(self, err))
+    }
+}
+
+async fn run<S, R>(hops_state: Hops<S, R>, mut err: BoxError) -> Result<Response, BoxError>
 where
     R: RouteRequest,
     S: Service<R, Response = Response> + Send,
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let Some(ctx) = req.route_ctx_mut() else {
-        // Nothing to route by: the layers below report the missing context.
-        return inner.call(req).await.map_err(Into::into);
-    };
-    if ctx.deadline.is_none()
-        && let Some(budget) = shared.config.deadline
-    {
-        ctx.deadline = Some(Instant::now() + budget);
-    }
-    let deadline = ctx.deadline;
-    let base_hop = ctx.hop;
-    let trail = ctx.call_trail();
-    let first: Arc<str> = ctx.target().into();
-    let disabled = ctx.facts().disable_fallbacks;
-    let per_request = ctx.facts().fallbacks.clone();
-    // Every hop starts again from the request as it arrived, so nothing an inner layer set for
-    // one group (candidates, exclusions, selection) leaks into the next.
-    // No table and no per-request list: nothing can take over, so keep no copy.
-    let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
-    let original = if disabled || nowhere { None } else { req.try_clone_request() };
-
-    let mut err = match inner.call(req).await {
-        Ok(resp) => return Ok(with_hops(resp, base_hop)),
-        Err(e) => e.into(),
-    };
-
+    let Hops { mut inner, shared, original, deadline, base_hop, trail, first, per_request } = hops_state;
     let tables = &shared.config.tables;
     let mut plan = Plan::new(tables, &shared.registry, per_request);
     let mut at = plan.start(first);
@@ -204,7 +231,7 @@ fn falls_back(err: Option<&RouteError>) -> bool {
 }
 
 /// Records the true hop count on the response (the select layer wrote the hop it saw).
-fn with_hops(mut resp: Response, hops: u32) -> Response {
+pub(crate) fn with_hops(mut resp: Response, hops: u32) -> Response {
     if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
         served.hops = hops;
     }

@@ -70,6 +70,7 @@ mod affinity;
 mod budget;
 mod config;
 mod context;
+pub mod future;
 mod layer;
 mod limits;
 mod order;

@@ -4,11 +4,14 @@ use std::{
     task::{Context, Poll},
 };
 
-use futures_util::future::BoxFuture;
+use futures_util::FutureExt;
 use tokio::time::Instant;
 use tower_service::Service;
 
-use super::{PreCallLayer, affinity, budget, context, limits, order, parallel, params, region, tags};
+use super::{
+    PreCallConfig, PreCallLayer, affinity, budget, context, future::ResponseFuture, limits, order, parallel, params,
+    region, tags,
+};
 use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
@@ -41,26 +44,54 @@ where
 {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
+        let Some(ctx) = req.route_ctx_mut() else {
+            return ResponseFuture::failed(
+                RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx").into(),
+            );
+        };
+        let list = match ctx.resolve_candidates(&self.shared.registry) {
+            Ok(list) => list,
+            Err(e) => return ResponseFuture::failed(e.into()),
+        };
+        if !may_wait(&self.shared.config, list) {
+            // Nothing the checks do can wait, so they finish on their first poll, here: the ready
+            // inner service is called directly and the call needs no boxed future. Nothing is left
+            // to do after the attempt either (no budget to account, no affinity to remember).
+            let checked = check(&self.shared, ctx).now_or_never().expect("pre-call checks that cannot wait");
+            return match checked {
+                Ok(_) => ResponseFuture::attempt(self.inner.call(req)),
+                Err(e) => ResponseFuture::failed(e),
+            };
+        }
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let shared = self.shared.clone();
-        Box::pin(async move {
-            let ctx = req.route_ctx_mut().ok_or_else(|| {
-                BoxError::from(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx"))
-            })?;
+        ResponseFuture::boxed(Box::pin(async move {
+            let ctx = req.route_ctx_mut().expect("checked above");
             let after = check(&shared, ctx).await?;
             let mut resp = inner.call(req).await.map_err(Into::into)?;
             after.served(&shared, &mut resp).await;
             Ok(resp)
-        })
+        }))
     }
+}
+
+/// Whether a check may wait on `list` (a superset of the candidates the checks see, as they only
+/// remove): a store read for limits or budgets, a token count, a wait for a parallel slot, or
+/// affinity. Only then do the checks run in a boxed future.
+fn may_wait(config: &PreCallConfig, list: &[Arc<Deployment>]) -> bool {
+    config.affinity.is_some()
+        || config.wait_for_parallel_slot.is_some()
+        || context::any_window(list)
+        || limits::any_limit(list)
+        || budget::any_budget(&config.budgets, list)
 }
 
 /// What the layer does once the attempt is served.

@@ -52,6 +52,7 @@
 //! ```
 
 mod budget;
+pub mod future;
 mod layer;
 mod policy;
 mod service;

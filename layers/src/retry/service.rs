@@ -14,6 +14,7 @@ use tower_service::Service;
 
 use super::{
     RetryLayer,
+    future::ResponseFuture,
     layer::Shared,
     policy::{self, FallbackPresence, Stop},
 };
@@ -66,64 +67,89 @@ where
 {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+    type Future = ResponseFuture<S, R>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, req: R) -> Self::Future {
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
+    fn call(&mut self, mut req: R) -> Self::Future {
         let shared = self.layer.shared.clone();
         let seeds = &self.layer.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
-        Box::pin(retry_in_group(inner, shared, seed, req))
+        if let Some(budget) = &shared.config.budget {
+            budget.deposit();
+        }
+        let Some(ctx) = req.route_ctx_mut() else {
+            // Nothing to route by; the lower layers report the missing context.
+            return ResponseFuture::passthrough(self.inner.call(req));
+        };
+        if ctx.deadline.is_none()
+            && let Some(d) = shared.config.deadline
+        {
+            ctx.deadline = Some(Instant::now() + d);
+        }
+        // `req` stays pristine as the template of every attempt; the inner layers change only clones.
+        let Some(attempt) = req.try_clone_request() else {
+            // Not replayable: one attempt with the original.
+            let clone = self.inner.clone();
+            let mut inner = std::mem::replace(&mut self.inner, clone);
+            return ResponseFuture::boxed(Box::pin(async move {
+                let session = Session::new(&shared, req.route_ctx().expect("checked above"), seed);
+                inner.call(req).await.map_err(|e| session.give_up(e.into(), Stop::NotReplayable))
+            }));
+        };
+        // The first attempt goes to the ready service at once; that service, driven to readiness
+        // again, makes the retries.
+        let fut = self.inner.call(attempt);
+        let clone = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, clone);
+        ResponseFuture::first(fut, Retries { inner, shared, seed, req })
     }
 }
 
-/// The whole call: first attempt, then retries until one succeeds or a rule stops.
+/// What the retries of a call need once its first attempt failed: the service, the layer's
+/// settings, the jitter seed and the pristine request.
+pub(crate) struct Retries<S, R> {
+    inner: S,
+    shared: Arc<Shared>,
+    seed: u64,
+    req: R,
+}
+
+impl<S, R> Retries<S, R>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>> + Send + 'static,
+    S::Error: Into<BoxError>,
+    S::Future: Send + 'static,
+{
+    /// The rest of the call after the first attempt failed with `err`.
+    pub(crate) fn after_failure(
+        self,
+        err: BoxError,
+    ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
+        Box::pin(retry_in_group(self.inner, self.shared, self.seed, self.req, err))
+    }
+}
+
+/// The retries after a failed first attempt, until one succeeds or a rule stops.
 async fn retry_in_group<S, R>(
     mut inner: S,
     shared: Arc<Shared>,
     seed: u64,
-    mut req: R,
+    req: R,
+    mut err: BoxError,
 ) -> Result<http::Response<RouteBody>, BoxError>
 where
     R: RouteRequest,
     S: Service<R, Response = http::Response<RouteBody>>,
     S::Error: Into<BoxError>,
 {
-    if let Some(budget) = &shared.config.budget {
-        budget.deposit();
-    }
-    let Some(ctx) = req.route_ctx_mut() else {
-        // Nothing to route by; the lower layers report the missing context.
-        return inner.call(req).await.map_err(Into::into);
-    };
-    if ctx.deadline.is_none()
-        && let Some(d) = shared.config.deadline
-    {
-        ctx.deadline = Some(Instant::now() + d);
-    }
-    let mut session = Session::new(&shared, ctx, seed);
-
-    // `req` stays pristine as the template of every attempt; the inner layers change only clones.
-    let Some(mut attempt) = req.try_clone_request() else {
-        // Not replayable: one attempt with the original.
-        return inner.call(req).await.map_err(|e| session.give_up(e.into(), Stop::NotReplayable));
-    };
+    // Built at the first failure: `req` is pristine, so it sees the context the call started with.
+    let mut session = Session::new(&shared, req.route_ctx().expect("checked by the service"), seed);
     let mut retries = 0u32;
     loop {
-        let err: BoxError = match inner.call(attempt).await {
-            Ok(mut resp) => {
-                if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
-                    served.retries = retries;
-                }
-                return Ok(resp);
-            }
-            Err(e) => e.into(),
-        };
         let wait = match session.after_failure(&err, retries).await {
             Ok(wait) => wait,
             Err(stop) => return Err(session.give_up(err, stop)),
@@ -152,7 +178,15 @@ where
         if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
             return Err(session.give_up(e.into(), Stop::NotReady));
         }
-        attempt = next;
+        err = match inner.call(next).await {
+            Ok(mut resp) => {
+                if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
+                    served.retries = retries;
+                }
+                return Ok(resp);
+            }
+            Err(e) => e.into(),
+        };
     }
 }
 
@@ -190,7 +224,7 @@ impl<'a> Session<'a> {
         let hops_left = ctx.hop < shared.config.fallbacks.max_fallbacks;
         Self {
             shared,
-            target: Arc::from(ctx.target()),
+            target: ctx.target_name().clone(),
             group: ctx.group.clone(),
             base_excluded: ctx.excluded.clone(),
             failed: Vec::new(),

@@ -36,6 +36,7 @@
 //! ```
 
 mod config;
+pub mod future;
 mod layer;
 mod service;
 pub mod strategy;

@@ -5,17 +5,17 @@ use std::{
     time::Duration,
 };
 
-use futures_util::future::BoxFuture;
 use rand::{RngCore, rngs::SmallRng};
 use tokio::time::Instant;
 use tower_service::Service;
-use tracing::{Instrument, field};
+use tracing::{Instrument, Span, field};
 
-use super::{SelectLayer, strategy::Selection};
+use super::{SelectLayer, future::ResponseFuture, strategy::Selection};
 use crate::{
-    AttemptRecord, BoxError, Deployment, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
+    AttemptRecord, BoxError, CallTrail, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
+    Served,
     body::BodyEndKind,
-    state::{Admission, Limits, Reservation, StateStore, WindowUsage},
+    state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
 
 /// Picks the deployment of each attempt; see [`SelectLayer`].
@@ -66,179 +66,329 @@ where
 {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+    type Future = ResponseFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        let shared = self.shared.clone();
         let seeds = &self.shared.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
-        Box::pin(async move {
-            let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
-            let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;
-            let candidates = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
-            let group = ctx.group.clone().expect("resolved with the candidates");
-            if candidates.is_empty() {
-                return Err(RouteError::new(
-                    RouteErrorKind::NoCandidates,
-                    format!("no deployment of `{}` is left to try", group.name()),
-                )
-                .with_group(group.name().clone())
-                .into());
+        let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_ctx()) };
+        let limited = match ctx.resolve_candidates(&self.shared.registry) {
+            Ok(candidates) => candidates.iter().any(|d| d.rpm.is_some() || d.tpm.is_some()),
+            Err(e) => return ResponseFuture::failed(e.into()),
+        };
+        let group = ctx.group.as_ref().expect("resolved with the candidates");
+        if limited || self.shared.strategies.for_group(group.name()).needs_usage() {
+            // Usage reads and reservations go through the store and may wait: a boxed future.
+            let clone = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, clone);
+            return ResponseFuture::boxed(Box::pin(select_and_call(inner, self.shared.clone(), seed, req)));
+        }
+        // Without usage to read or reserve the pick never waits: it is made here, and the ready
+        // inner service is called directly, with no boxed future.
+        match pick_without_usage(&self.shared, ctx, seed) {
+            Ok(after) => {
+                let span = after.span(ctx);
+                let fut = self.inner.call(req).instrument(span);
+                ResponseFuture::attempt(fut, after)
             }
-            let strategy = shared.strategies.for_group(group.name()).clone();
-            let store = &shared.store;
-            let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
-            let reads_usage = strategy.needs_usage();
+            Err(Err(e)) => ResponseFuture::failed(e),
+            Err(Ok(limited)) => ResponseFuture::boxed(Box::pin(limited.into_error())),
+        }
+    }
+}
 
-            let mut list = candidates;
-            let mut usage: Option<Vec<WindowUsage>> = None;
-            if reads_usage {
-                let ids: Vec<_> = list.iter().map(|d| d.id.clone()).collect();
-                usage = Some(store.usage(&ids).await?);
-            }
-            let mut soonest_free: Option<Duration> = None;
-            let mut parallel_full = false;
-            let default_parallel = ctx.default_max_parallel_requests;
-            let (chosen, reservation, slot) = loop {
-                let picked = {
-                    let sel = Selection::new(&group, &list, usage.as_deref(), store.local(), ctx.facts(), tokens);
-                    strategy.pick(&sel, &mut rng)
-                };
-                let Some(i) = picked else {
-                    // The strategy filtered every candidate by its limits: report when the first frees.
-                    if soonest_free.is_none() {
-                        for d in &list {
-                            let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await?;
-                            soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
-                        }
+/// The pick of a call whose strategy reads no usage and whose candidates have no RPM/TPM limit:
+/// nothing to reserve, so nothing to wait for. `Err(Ok(_))` when the strategy picked nothing (the
+/// error says when the first slot frees: a store read).
+fn pick_without_usage(
+    shared: &Arc<SelectLayer>,
+    ctx: &mut RouteCtx,
+    seed: u64,
+) -> Result<AfterAttempt, Result<AllLimited, BoxError>> {
+    let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
+    let mut list = std::mem::take(ctx.candidates.as_mut().expect("resolved by the caller"));
+    let group = ctx.group.clone().expect("resolved with the candidates");
+    if list.is_empty() {
+        return Err(Err(no_candidates(&group)));
+    }
+    let strategy = shared.strategies.for_group(group.name());
+    let store = &shared.store;
+    let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
+    let default_parallel = ctx.default_max_parallel_requests;
+    let (chosen, slot) = loop {
+        let picked = {
+            let sel = Selection::new(&group, &list, None, store.local(), ctx.facts(), tokens);
+            strategy.pick(&sel, &mut rng)
+        };
+        let Some(i) = picked else {
+            return Err(Ok(AllLimited { store: store.clone(), group, list, tokens }));
+        };
+        let d = list[i].clone();
+        // The parallel-request slot: local and cheap.
+        let slot = match d.max_parallel_requests.or(default_parallel) {
+            Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
+                Some(guard) => Some(guard),
+                None => {
+                    list.remove(i);
+                    if list.is_empty() {
+                        return Err(Err(all_full(&group, None, true)));
                     }
-                    return Err(all_limited(&group, soonest_free));
-                };
-                let d = list[i].clone();
-                // The parallel-request slot first: it is local and cheap, and a full deployment
-                // must not take an RPM slot it cannot use.
-                let slot = match d.max_parallel_requests.or(default_parallel) {
-                    Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
-                        Some(guard) => Some(guard),
-                        None => {
-                            parallel_full = true;
-                            list.remove(i);
-                            if let Some(u) = &mut usage {
-                                u.remove(i);
-                            }
-                            if list.is_empty() {
-                                return Err(all_full(&group, soonest_free, parallel_full));
-                            }
-                            continue;
-                        }
-                    },
-                    None => None,
-                };
-                if !tracks_usage(&d, reads_usage) {
-                    break (d, None, slot);
+                    continue;
                 }
-                match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await? {
-                    Admission::Admitted(r) => break (d, Some(EstimateGuard::new(store.clone(), r)), slot),
-                    Admission::Full { retry_in } => {
-                        soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));
-                        list.remove(i);
-                        if let Some(u) = &mut usage {
-                            u.remove(i);
-                        }
-                        if list.is_empty() {
-                            return Err(all_full(&group, soonest_free, parallel_full));
-                        }
-                    }
-                }
-            };
+            },
+            None => None,
+        };
+        break (d, slot);
+    };
+    ctx.candidates = Some(list);
+    Ok(AfterAttempt::begin(shared, ctx, group, chosen, None, slot))
+}
 
-            ctx.candidates = Some(list);
-            ctx.selected = Some(chosen.clone());
-            let attempt = ctx.begin_attempt();
-            let stream = ctx.facts().stream;
-            let hops = ctx.hop;
-            let trail = ctx.call_trail();
-            let span = tracing::info_span!(
-                "attempt",
-                requested = ctx.requested(),
-                target = ctx.target(),
-                group = %group.name(),
-                deployment = %chosen.id,
-                model = %chosen.model,
-                attempt,
-                outcome = field::Empty,
-            );
-            let in_flight = slot.unwrap_or_else(|| store.local().begin(&chosen.id));
-            let start = Instant::now();
-            let result = inner.oneshot_ready(req).instrument(span.clone()).await;
-            let elapsed = start.elapsed();
-            let record = |outcome, message| AttemptRecord {
-                group: group.name().clone(),
-                deployment: chosen.id.clone(),
-                outcome,
-                duration: elapsed,
-                message,
-            };
-            match result {
-                Ok(mut resp) => {
-                    span.record("outcome", "success");
-                    let usage_now = resp.body().usage();
-                    if stream {
-                        store.local().record_ttft(&chosen.id, elapsed);
-                    } else {
-                        store.local().record_latency(&chosen.id, latency_sample(elapsed, usage_now), elapsed);
-                    }
-                    let body = resp.body_mut();
-                    body.hold(in_flight);
-                    let reservation = reservation.map(EstimateGuard::keep);
-                    attach_end_of_attempt(body, shared.store.clone(), chosen.clone(), reservation, start, stream);
-                    if resp.extensions().get::<Served>().is_none() {
-                        // The trail holds the failed attempts; the first attempt had none before it.
-                        let failed = if attempt > 1 { trail.records() } else { Vec::new() };
-                        resp.extensions_mut().insert(Served {
-                            group: group.name().clone(),
-                            deployment: chosen.id.clone(),
-                            model: chosen.model.clone(),
-                            attempts: attempt,
-                            retries: 0,
-                            upstream: elapsed,
-                            hops,
-                            failed,
-                        });
-                    }
-                    Ok(resp)
-                }
-                Err(e) => {
-                    let e: BoxError = e.into();
-                    let route = RouteError::find(&*e);
-                    let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
-                    span.record("outcome", outcome.as_str());
-                    let known: Vec<&str> = chosen.api_key.iter().map(|k| k.expose()).collect();
-                    trail.record(record(outcome, Some(crate::redact::redact(&e.to_string(), &known, 200))));
-                    match outcome {
-                        crate::Outcome::RateLimited => {
-                            let wait = route.and_then(RouteError::retry_after).unwrap_or(Duration::from_secs(1));
-                            store.local().penalize(&chosen.id, wait);
-                        }
-                        crate::Outcome::Timeout => {
-                            store.local().record_latency(&chosen.id, elapsed.as_secs_f64(), elapsed);
-                        }
-                        _ => {}
-                    }
-                    // Nothing was served: the request keeps its slot, its token estimate is released
-                    // (by the guard, as when the caller cancels the attempt).
-                    drop(reservation);
-                    drop(in_flight);
-                    Err(e)
+/// A strategy that picked nothing: the error says when the first candidate has room again.
+struct AllLimited {
+    store: Arc<StateStore>,
+    group: Arc<crate::Group>,
+    list: Vec<Arc<Deployment>>,
+    tokens: u64,
+}
+
+impl AllLimited {
+    async fn into_error(self) -> Result<http::Response<RouteBody>, BoxError> {
+        let mut soonest_free: Option<Duration> = None;
+        for d in &self.list {
+            let wait = self.store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await?;
+            soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
+        }
+        Err(all_limited(&self.group, soonest_free))
+    }
+}
+
+/// The whole attempt when the pick reads usage or reserves (which may wait on the store).
+async fn select_and_call<S, R>(
+    mut inner: S,
+    shared: Arc<SelectLayer>,
+    seed: u64,
+    mut req: R,
+) -> Result<http::Response<RouteBody>, BoxError>
+where
+    R: RouteRequest,
+    S: Service<R, Response = http::Response<RouteBody>>,
+    S::Error: Into<BoxError>,
+{
+    let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
+    let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;
+    let candidates = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
+    let group = ctx.group.clone().expect("resolved with the candidates");
+    if candidates.is_empty() {
+        return Err(no_candidates(&group));
+    }
+    let strategy = shared.strategies.for_group(group.name()).clone();
+    let store = &shared.store;
+    let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
+    let reads_usage = strategy.needs_usage();
+
+    let mut list = candidates;
+    let mut usage: Option<Vec<WindowUsage>> = None;
+    if reads_usage {
+        let ids: Vec<_> = list.iter().map(|d| d.id.clone()).collect();
+        usage = Some(store.usage(&ids).await?);
+    }
+    let mut soonest_free: Option<Duration> = None;
+    let mut parallel_full = false;
+    let default_parallel = ctx.default_max_parallel_requests;
+    let (chosen, reservation, slot) = loop {
+        let picked = {
+            let sel = Selection::new(&group, &list, usage.as_deref(), store.local(), ctx.facts(), tokens);
+            strategy.pick(&sel, &mut rng)
+        };
+        let Some(i) = picked else {
+            // The strategy filtered every candidate by its limits: report when the first frees.
+            if soonest_free.is_none() {
+                for d in &list {
+                    let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await?;
+                    soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
                 }
             }
-        })
+            return Err(all_limited(&group, soonest_free));
+        };
+        let d = list[i].clone();
+        // The parallel-request slot first: it is local and cheap, and a full deployment
+        // must not take an RPM slot it cannot use.
+        let slot = match d.max_parallel_requests.or(default_parallel) {
+            Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
+                Some(guard) => Some(guard),
+                None => {
+                    parallel_full = true;
+                    list.remove(i);
+                    if let Some(u) = &mut usage {
+                        u.remove(i);
+                    }
+                    if list.is_empty() {
+                        return Err(all_full(&group, soonest_free, parallel_full));
+                    }
+                    continue;
+                }
+            },
+            None => None,
+        };
+        if !tracks_usage(&d, reads_usage) {
+            break (d, None, slot);
+        }
+        match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await? {
+            Admission::Admitted(r) => break (d, Some(EstimateGuard::new(store.clone(), r)), slot),
+            Admission::Full { retry_in } => {
+                soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));
+                list.remove(i);
+                if let Some(u) = &mut usage {
+                    u.remove(i);
+                }
+                if list.is_empty() {
+                    return Err(all_full(&group, soonest_free, parallel_full));
+                }
+            }
+        }
+    };
+
+    ctx.candidates = Some(list);
+    let after = AfterAttempt::begin(&shared, ctx, group, chosen, reservation, slot);
+    let span = after.span(ctx);
+    let result = inner.call(req).instrument(span.clone()).await.map_err(Into::into);
+    after.finish(result, &span)
+}
+
+fn no_candidates(group: &crate::Group) -> BoxError {
+    RouteError::new(RouteErrorKind::NoCandidates, format!("no deployment of `{}` is left to try", group.name()))
+        .with_group(group.name().clone())
+        .into()
+}
+
+/// An attempt on its way to the provider, and what the layer records when it resolves.
+pub(crate) struct AfterAttempt {
+    store: Arc<StateStore>,
+    group: Arc<crate::Group>,
+    chosen: Arc<Deployment>,
+    reservation: Option<EstimateGuard>,
+    in_flight: InFlightGuard,
+    attempt: u32,
+    stream: bool,
+    hops: u32,
+    trail: CallTrail,
+    start: Instant,
+}
+
+impl AfterAttempt {
+    /// Marks `chosen` selected in `ctx`, counts the attempt and starts its clock.
+    fn begin(
+        shared: &SelectLayer,
+        ctx: &mut RouteCtx,
+        group: Arc<crate::Group>,
+        chosen: Arc<Deployment>,
+        reservation: Option<EstimateGuard>,
+        slot: Option<InFlightGuard>,
+    ) -> Self {
+        ctx.selected = Some(chosen.clone());
+        let attempt = ctx.begin_attempt();
+        let store = shared.store.clone();
+        let in_flight = slot.unwrap_or_else(|| store.local().begin(&chosen.id));
+        Self {
+            group,
+            reservation,
+            in_flight,
+            attempt,
+            stream: ctx.facts().stream,
+            hops: ctx.hop,
+            trail: ctx.call_trail(),
+            store,
+            chosen,
+            start: Instant::now(),
+        }
+    }
+
+    /// The `attempt` span the provider call runs in.
+    fn span(&self, ctx: &RouteCtx) -> Span {
+        tracing::info_span!(
+            "attempt",
+            requested = ctx.requested(),
+            target = ctx.target(),
+            group = %self.group.name(),
+            deployment = %self.chosen.id,
+            model = %self.chosen.model,
+            attempt = self.attempt,
+            outcome = field::Empty,
+        )
+    }
+
+    /// Records the attempt's `result` (latency, in-flight count and reservation on the body, the
+    /// `Served` facts; on a failure the trail and the penalties) and passes it on.
+    pub(crate) fn finish(
+        self,
+        result: Result<http::Response<RouteBody>, BoxError>,
+        span: &Span,
+    ) -> Result<http::Response<RouteBody>, BoxError> {
+        let AfterAttempt { store, group, chosen, reservation, in_flight, attempt, stream, hops, trail, start } = self;
+        let elapsed = start.elapsed();
+        match result {
+            Ok(mut resp) => {
+                span.record("outcome", "success");
+                let usage_now = resp.body().usage();
+                if stream {
+                    store.local().record_ttft(&chosen.id, elapsed);
+                } else {
+                    store.local().record_latency(&chosen.id, latency_sample(elapsed, usage_now), elapsed);
+                }
+                let body = resp.body_mut();
+                body.hold(in_flight);
+                let reservation = reservation.map(EstimateGuard::keep);
+                attach_end_of_attempt(body, store.clone(), chosen.clone(), reservation, start, stream);
+                if resp.extensions().get::<Served>().is_none() {
+                    // The trail holds the failed attempts; the first attempt had none before it.
+                    let failed = if attempt > 1 { trail.records() } else { Vec::new() };
+                    resp.extensions_mut().insert(Served {
+                        group: group.name().clone(),
+                        deployment: chosen.id.clone(),
+                        model: chosen.model.clone(),
+                        attempts: attempt,
+                        retries: 0,
+                        upstream: elapsed,
+                        hops,
+                        failed,
+                    });
+                }
+                Ok(resp)
+            }
+            Err(e) => {
+                let route = RouteError::find(&*e);
+                let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
+                span.record("outcome", outcome.as_str());
+                let known: Vec<&str> = chosen.api_key.iter().map(|k| k.expose()).collect();
+                trail.record(AttemptRecord {
+                    group: group.name().clone(),
+                    deployment: chosen.id.clone(),
+                    outcome,
+                    duration: elapsed,
+                    message: Some(crate::redact::redact(&e.to_string(), &known, 200)),
+                });
+                match outcome {
+                    crate::Outcome::RateLimited => {
+                        let wait = route.and_then(RouteError::retry_after).unwrap_or(Duration::from_secs(1));
+                        store.local().penalize(&chosen.id, wait);
+                    }
+                    crate::Outcome::Timeout => {
+                        store.local().record_latency(&chosen.id, elapsed.as_secs_f64(), elapsed);
+                    }
+                    _ => {}
+                }
+                // Nothing was served: the request keeps its slot, its token estimate is released
+                // (by the guard, as when the caller cancels the attempt).
+                drop(reservation);
+                drop(in_flight);
+                Err(e)
+            }
+        }
     }
 }
 
@@ -333,15 +483,6 @@ fn all_limited(group: &crate::Group, soonest_free: Option<Duration>) -> BoxError
     }
     e.into()
 }
-
-/// Calls a service that has already been driven to readiness.
-trait OneshotReady<R>: Service<R> + Sized {
-    fn oneshot_ready(mut self, req: R) -> Self::Future {
-        self.call(req)
-    }
-}
-
-impl<S: Service<R>, R> OneshotReady<R> for S {}
 
 #[cfg(test)]
 mod tests {
