@@ -18,9 +18,8 @@
 //!   may fail too);
 //! - `--flap-ms N` alternates every N ms between the failing profile and the same profile
 //!   without failures (starting failing);
-//! - `--reset` is not a `MockProfile` mode: it replaces the mock with a raw TCP listener that
-//!   reads the first bytes of each connection and closes it with `SO_LINGER` 0, so the client
-//!   sees a connection reset (`ECONNRESET`) before any answer.
+//! - `--reset` resets every connection (`MockProfile::reset`): the mock closes it with the
+//!   request unread, so the client sees a connection reset (`ECONNRESET`) before any answer.
 //!
 //! Scenarios (`--scenario NAME`, the L3 failure profiles; flags given after it refine it):
 //!
@@ -31,6 +30,9 @@
 //! | `error-500-once` | the first request: 500; then healthy (`--fail-first 1`) |
 //! | `unavailable` | every request: 503 |
 //! | `reset` | every connection reset (`--reset`) |
+//! | `malformed-chunk` | streams: a truncated JSON event after 2 content chunks; whole answers: a truncated JSON body |
+//! | `missing-done` | streams end cleanly without `data: [DONE]` |
+//! | `huge-response` | whole answers of 40 MiB (above the provider's 32 MiB default limit) |
 //! | `no-response` | headers never come (a latency of one hour) |
 //! | `slow-first-token` | headers and the first chunk after 1.5 s |
 //! | `stream-cut` | streams cut after 4 of 8 content chunks |
@@ -55,7 +57,8 @@ use switchyard::services::{
 const USAGE: &str = "usage: mock_upstream [--port N] [--latency-ms N] [--latency-p99-ms N] [--scenario NAME]
   [--chunks N] [--chunk-interval-ms N] [--fail-rate R] [--fail-status S] [--retry-after-ms N]
   [--error-code CODE] [--fail-first N] [--flap-ms N] [--stall-rate R] [--stream-cut-after N]
-  [--stream-cut-rate R] [--no-response] [--reset] [--seed N]";
+  [--stream-cut-rate R] [--malformed-after N] [--malformed-rate R] [--missing-done-rate R]
+  [--huge-bytes N] [--no-response] [--reset] [--seed N]";
 
 /// A scenario's one-hour latency: the answer's headers never come in any benchmark.
 const NEVER: Duration = Duration::from_secs(3600);
@@ -76,6 +79,10 @@ struct Args {
     stall_rate: f64,
     cut_after: u32,
     cut_rate: f64,
+    malformed_after: u32,
+    malformed_rate: f64,
+    missing_done_rate: f64,
+    huge_bytes: Option<usize>,
     no_response: bool,
     reset: bool,
     seed: u64,
@@ -98,6 +105,10 @@ impl Default for Args {
             stall_rate: 0.0,
             cut_after: 0,
             cut_rate: 0.0,
+            malformed_after: 0,
+            malformed_rate: 0.0,
+            missing_done_rate: 0.0,
+            huge_bytes: None,
             no_response: false,
             reset: false,
             seed: 1,
@@ -120,6 +131,9 @@ impl Args {
             "slow-first-token" => self.latency_ms = 1500,
             "stream-cut" => (self.cut_after, self.cut_rate) = (4, 1.0),
             "stall" => self.stall_rate = 1.0,
+            "malformed-chunk" => (self.malformed_after, self.malformed_rate) = (2, 1.0),
+            "missing-done" => self.missing_done_rate = 1.0,
+            "huge-response" => self.huge_bytes = Some(40 << 20),
             "context-length" => {
                 (self.fail_rate, self.fail_status) = (1.0, 400);
                 self.error_code = Some("context_length_exceeded".to_owned());
@@ -152,7 +166,13 @@ impl Args {
             .chunk_interval(Latency::fixed(ms(self.chunk_interval_ms)))
             .stall(self.stall_rate)
             .stream_cut(self.cut_after, self.cut_rate)
+            .malformed_chunk(self.malformed_after, self.malformed_rate)
+            .missing_done(self.missing_done_rate)
+            .reset(if self.reset { 1.0 } else { 0.0 })
             .fail(self.fail_rate, status);
+        if let Some(bytes) = self.huge_bytes {
+            b = b.huge_response(bytes);
+        }
         if let Some(after) = self.retry_after_ms {
             b = b.retry_after(ms(after));
         }
@@ -199,6 +219,10 @@ fn parse_args() -> Result<Args, String> {
             "--stall-rate" => a.stall_rate = num!(),
             "--stream-cut-after" => a.cut_after = num!(),
             "--stream-cut-rate" => a.cut_rate = num!(),
+            "--malformed-after" => a.malformed_after = num!(),
+            "--malformed-rate" => a.malformed_rate = num!(),
+            "--missing-done-rate" => a.missing_done_rate = num!(),
+            "--huge-bytes" => a.huge_bytes = Some(num!()),
             "--no-response" => a.no_response = true,
             "--reset" => a.reset = true,
             "--seed" => a.seed = num!(),
@@ -235,9 +259,6 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, args.port));
-    if args.reset {
-        return serve_resets(addr).await;
-    }
     let (failing, healthy) = args.profiles()?;
     let start = if args.fail_first == Some(0) { healthy.clone() } else { failing.clone() };
     let mock = MockUpstream::start_on(addr, start)?;
@@ -272,29 +293,5 @@ async fn flap(mock: &MockHandle, failing: MockProfile, healthy: MockProfile, per
         tick.tick().await;
         failing_now = !failing_now;
         mock.set_profile(if failing_now { failing.clone() } else { healthy.clone() });
-    }
-}
-
-/// Not a `MockProfile` mode: a raw listener that resets every connection once the client has
-/// sent something (`SO_LINGER` 0, then close: the kernel answers with RST).
-async fn serve_resets(addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    announce(listener.local_addr()?.port())?;
-    eprintln!("mock_upstream: http://{}/v1 resets every connection", listener.local_addr()?);
-    loop {
-        let (stream, _) = listener.accept().await?;
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            // Wait for the request's first bytes, so the reset answers a request that was sent.
-            while stream.readable().await.is_ok() {
-                match stream.try_read(&mut buf) {
-                    Ok(_) => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                    Err(_) => return,
-                }
-            }
-            let _ = stream.set_zero_linger();
-            drop(stream);
-        });
     }
 }

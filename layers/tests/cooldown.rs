@@ -12,7 +12,7 @@ use std::{
 use bytes::Bytes;
 use parking_lot::Mutex;
 use switchyard_layers::{
-    BoxError, Deployment, Outcome, Registry, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served,
+    BoxError, Deployment, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served,
     StateStore,
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEvent, CooldownLayer, ProbeConfig},
     select::{RoutingStrategy, SelectLayer},
@@ -42,6 +42,8 @@ enum Script {
         status: u16,
     },
     Connect,
+    /// Streams one chunk, then breaks.
+    CutStream,
 }
 
 fn fail(status: u16) -> Script {
@@ -104,6 +106,14 @@ impl Upstream {
                     Script::Connect => {
                         return Err(RouteError::upstream(Outcome::Connect, d.id.clone(), "connection refused").into());
                     }
+                    Script::CutStream => {
+                        let cut: BoxError = RouteError::upstream(Outcome::Transport, d.id.clone(), "cut").into();
+                        let frames = futures_util::stream::iter([
+                            Ok(http_body::Frame::data(Bytes::from_static(b"data: {}\n\n"))),
+                            Err(cut),
+                        ]);
+                        return Ok(http::Response::new(RouteBody::new(http_body_util::StreamBody::new(frames))));
+                    }
                 }
                 Ok(http::Response::new(RouteBody::from("ok")))
             }
@@ -142,6 +152,12 @@ impl Fixture {
     async fn call(&self, model: &str) -> Result<Resp, BoxError> {
         let mut req = http::Request::new(Bytes::new());
         req.extensions_mut().insert(RouteCtx::new(model));
+        self.stack.clone().oneshot(req).await
+    }
+
+    async fn stream(&self, model: &str) -> Result<Resp, BoxError> {
+        let mut req = http::Request::new(Bytes::new());
+        req.extensions_mut().insert(RouteCtx::with_facts(model, RequestFacts::new().streaming(true)));
         self.stack.clone().oneshot(req).await
     }
 
@@ -230,6 +246,25 @@ async fn a_first_failure_alone_does_not_bench_but_five_failing_requests_do() {
         }
     }
     assert_eq!(a_calls_when_benched, Some(5), "benched at the 5th failure (minimum request threshold)");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deployment_that_cuts_every_stream_is_benched_like_one_that_fails() {
+    // Its first chunk is not a success: the stream's outcome is counted once, at its end (a
+    // success at the first chunk plus a failure at the cut would make it look 50% healthy).
+    let f = fixture(deps("g", &["a", "b"]), CooldownConfig::default());
+    f.upstream.set("a", Script::CutStream);
+    let mut served_by_a = 0;
+    while f.upstream.calls("a") < 5 {
+        let resp = f.stream("g").await.expect("a stream starts");
+        let by_a = resp.extensions().get::<Served>().is_some_and(|s| s.deployment.as_str() == "a");
+        let read = http_body_util::BodyExt::collect(resp.into_body()).await;
+        assert_eq!(read.is_err(), by_a, "only `a` cuts its streams");
+        served_by_a += usize::from(by_a);
+    }
+    assert_eq!(served_by_a, 5);
+    assert!(f.cooling("a").await, "5 cut streams out of 5: benched");
+    assert!(!f.cooling("b").await);
 }
 
 #[tokio::test(start_paused = true)]

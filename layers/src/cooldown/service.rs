@@ -281,7 +281,13 @@ impl Record {
                         c.settle();
                     }
                     if stream {
+                        // A stream's outcome is known at its end (as LiteLLM logs a stream's success
+                        // once it completes): counting a success at the first chunk and a failure
+                        // at a cut would make a deployment that cuts every stream look 50% healthy.
                         watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
+                        if !recovered {
+                            return Ok(resp);
+                        }
                     }
                     // Counting the success is bookkeeping: the answer does not wait. The memory
                     // store counts it at once, with no future to box.
@@ -292,7 +298,9 @@ impl Record {
                     store.run_bookkeeping(async move {
                         let store = &shared.store;
                         let done = async {
-                            store.record_outcome(&id, true).await?;
+                            if !stream {
+                                store.record_outcome(&id, true).await?;
+                            }
                             if recovered {
                                 store.clear_cooldown(&id).await?;
                                 emit(
@@ -330,21 +338,35 @@ impl Record {
     }
 }
 
-/// A stream that fails after its first chunk still counts as a failure of its deployment.
+/// Counts a stream's outcome when it ends: a success when it completed, a failure of its
+/// deployment when it broke after its first chunk (a client hanging up counts neither).
 fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc<Group>, id: DeploymentId) {
     body.on_end(move |end| {
-        let BodyEndKind::Failed(outcome) = end.kind else { return };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        runtime.spawn(async move {
-            let failure = Failure {
-                deployment: id,
-                outcome,
-                status: None,
-                retry_after: None,
-                message: "stream failed mid-way".into(),
+        let outcome = match end.kind {
+            BodyEndKind::Complete => None,
+            BodyEndKind::Failed(outcome) => Some(outcome),
+            BodyEndKind::Dropped => return,
+        };
+        let store = shared.store.clone();
+        if outcome.is_none() && store.record_success_now(&id) {
+            return;
+        }
+        store.run_bookkeeping(async move {
+            let done = match outcome {
+                None => shared.store.record_outcome(&id, true).await.map(drop).map_err(BoxError::from),
+                Some(outcome) => {
+                    let failure = Failure {
+                        deployment: id,
+                        outcome,
+                        status: None,
+                        retry_after: None,
+                        message: "stream failed mid-way".into(),
+                    };
+                    on_failure(&shared.store, &shared.config, &group, failure, false).await
+                }
             };
-            if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, false).await {
-                tracing::warn!(error = %e, "could not record a mid-stream failure");
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "could not record a stream's outcome");
             }
         });
     });

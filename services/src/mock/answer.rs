@@ -131,7 +131,11 @@ fn embedding_inputs(input: Option<&Value>) -> (u64, usize) {
 pub(super) fn whole(call: &Call, profile: &MockProfile, rng: &mut SmallRng) -> Response {
     let body = match call.api {
         Api::Chat => {
-            let text: String = (0..profile.chunks).map(|i| call.piece(i)).collect();
+            let mut text: String = (0..profile.chunks).map(|i| call.piece(i)).collect();
+            if let Some(bytes) = profile.huge_bytes {
+                let pad = bytes.saturating_sub(text.len());
+                text.extend(std::iter::repeat_n('x', pad));
+            }
             to_json(
                 &ChatCompletion::new(&call.id, &call.model, call.created)
                     .with_choice(ChatMessage::assistant(text), Some("stop".to_owned()))
@@ -147,6 +151,15 @@ pub(super) fn whole(call: &Call, profile: &MockProfile, rng: &mut SmallRng) -> R
         }
     };
     json_response(StatusCode::OK, body)
+}
+
+/// A `200` whose JSON body is cut in the middle (a malformed answer).
+pub(super) fn truncated(call: &Call) -> Response {
+    let body = to_json(
+        &ChatCompletion::new(&call.id, &call.model, call.created)
+            .with_choice(ChatMessage::assistant(call.piece(0)), Some("stop".to_owned())),
+    );
+    json_response(StatusCode::OK, body.slice(..body.len() / 2))
 }
 
 /// A unit vector of `dims` random components.
@@ -242,27 +255,40 @@ enum Step {
     End,
 }
 
+/// What goes wrong in one stream.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct StreamFaults {
+    /// Close the connection after this many content chunks.
+    pub(super) cut_after: Option<u32>,
+    /// Send a malformed event after this many content chunks.
+    pub(super) malformed_after: Option<u32>,
+    /// End without `[DONE]`.
+    pub(super) no_done: bool,
+}
+
 struct Streaming {
     call: Call,
     profile: Arc<MockProfile>,
     rng: SmallRng,
     next: Step,
-    cut_after: Option<u32>,
+    faults: StreamFaults,
     shutdown: watch::Receiver<bool>,
 }
 
 /// A server-sent-event stream: content chunks paced by the profile's interval, the finish chunk,
-/// the usage chunk when the request asked for it, `[DONE]`. With `cut_after`, the connection
-/// closes after that many content chunks instead.
+/// the usage chunk when the request asked for it, `[DONE]`. With `faults.cut_after`, the
+/// connection closes after that many content chunks instead; with `faults.malformed_after`, a
+/// truncated JSON event comes before that content chunk; with `faults.no_done`, the body ends
+/// without `[DONE]`.
 pub(super) fn streaming(
     call: Call,
     profile: Arc<MockProfile>,
     rng: SmallRng,
-    cut_after: Option<u32>,
+    mut faults: StreamFaults,
     shutdown: watch::Receiver<bool>,
 ) -> Response {
-    let cut_after = cut_after.map(|k| k.min(profile.chunks));
-    let state = Streaming { call, profile, rng, next: Step::Content(0), cut_after, shutdown };
+    faults.cut_after = faults.cut_after.map(|k| k.min(profile.chunks));
+    let state = Streaming { call, profile, rng, next: Step::Content(0), faults, shutdown };
     let mut resp = Response::new(Body::from_stream(stream::unfold(state, next_event)));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -277,13 +303,20 @@ async fn next_event(mut st: Streaming) -> Option<(Result<Bytes, io::Error>, Stre
                 let gap = st.profile.chunk_interval.sample(&mut st.rng);
                 pause(gap, &mut st.shutdown).await;
             }
-            if st.cut_after == Some(n) {
+            if st.faults.cut_after == Some(n) {
                 // Give the server one turn to flush the headers and the chunks already sent, so
                 // the client sees them before the connection drops (as with a real cut).
                 tokio::task::yield_now().await;
                 st.next = Step::End;
                 let cut = io::Error::new(io::ErrorKind::ConnectionAborted, "mock upstream cut the stream");
                 return Some((Err(cut), st));
+            }
+            if st.faults.malformed_after == Some(n) {
+                // Sent once, in place of nothing: the stream then goes on from chunk `n`.
+                st.faults.malformed_after = None;
+                let event =
+                    format!("data: {{\"id\":\"{}\",\"choices\":[{{\"delta\":{{\"content\":\"tok\n\n", st.call.id);
+                return Some((Ok(Bytes::from(event)), st));
             }
             if n < st.profile.chunks {
                 st.next = Step::Content(n + 1);
@@ -293,12 +326,16 @@ async fn next_event(mut st: Streaming) -> Option<(Result<Bytes, io::Error>, Stre
                 }
                 sse(&st.call.chunk().with_choice(ChunkChoice::new(0, delta, None)))
             } else {
-                st.next = if st.call.include_usage { Step::Usage } else { Step::Done };
+                st.next = match (st.call.include_usage, st.faults.no_done) {
+                    (true, _) => Step::Usage,
+                    (false, true) => Step::End,
+                    (false, false) => Step::Done,
+                };
                 sse(&st.call.chunk().with_choice(ChunkChoice::new(0, ChatDelta::new(), Some("stop".to_owned()))))
             }
         }
         Step::Usage => {
-            st.next = Step::Done;
+            st.next = if st.faults.no_done { Step::End } else { Step::Done };
             sse(&st.call.chunk().with_usage(st.call.usage(&st.profile)))
         }
         Step::Done => {

@@ -12,7 +12,8 @@ use crate::sim::{Latency, SimConfigError};
 pub enum MockConfigError {
     /// A probability is not a finite number in `0..=1`.
     InvalidRate {
-        /// What the rate is for (`fail`, `stall`, `stream_cut`).
+        /// What the rate is for (`fail`, `stall`, `stream_cut`, `reset`, `no_response`,
+        /// `malformed_chunk`, `missing_done`).
         what: &'static str,
         /// The value given.
         rate: f64,
@@ -50,8 +51,9 @@ impl std::error::Error for MockConfigError {
 ///
 /// The default profile answers at once, streams 8 content chunks 10 ms apart, and never fails.
 /// Every request draws its behaviour from its own generator, seeded from the profile's seed and
-/// the request's number, in a fixed order (failure, stall, cut, latency, chunk gaps): the same
-/// seed gives the same sequence of behaviours.
+/// the request's number, in a fixed order (failure, stall, cut, latency, then malformed and missing
+/// `[DONE]` when their rate is not zero, then chunk gaps): the same seed gives the same sequence
+/// of behaviours. Connection faults (reset, no response) are drawn per connection.
 ///
 /// ```
 /// use std::time::Duration;
@@ -88,6 +90,12 @@ pub struct MockProfile {
     pub(crate) prompt_tokens: Option<u64>,
     pub(crate) embedding_dims: usize,
     pub(crate) seed: u64,
+    pub(crate) reset_rate: f64,
+    pub(crate) silent_rate: f64,
+    pub(crate) malformed_after: u32,
+    pub(crate) malformed_rate: f64,
+    pub(crate) no_done_rate: f64,
+    pub(crate) huge_bytes: Option<usize>,
 }
 
 impl Default for MockProfile {
@@ -106,6 +114,12 @@ impl Default for MockProfile {
             prompt_tokens: None,
             embedding_dims: 8,
             seed: 0,
+            reset_rate: 0.0,
+            silent_rate: 0.0,
+            malformed_after: 0,
+            malformed_rate: 0.0,
+            no_done_rate: 0.0,
+            huge_bytes: None,
         }
     }
 }
@@ -212,6 +226,44 @@ impl MockProfileBuilder {
         self
     }
 
+    /// Resets a `rate` of connections: the server reads nothing and closes the connection with
+    /// the request unread, so the client sees a TCP reset before any answer. Drawn per connection
+    /// (a pooled connection that was not reset stays good), from the seed and the connection's
+    /// number.
+    pub fn reset(mut self, rate: f64) -> Self {
+        self.profile.reset_rate = rate;
+        self
+    }
+
+    /// Leaves a `rate` of connections without an answer: accepted, never read or written, closed
+    /// only when the server shuts down. Drawn per connection, like [`reset`](Self::reset).
+    pub fn no_response(mut self, rate: f64) -> Self {
+        self.profile.silent_rate = rate;
+        self
+    }
+
+    /// Sends a malformed event (truncated JSON) in a `rate` of streams after `after_chunks`
+    /// content chunks, then goes on as usual; a whole answer drawn malformed is a `200` with a
+    /// truncated JSON body.
+    pub fn malformed_chunk(mut self, after_chunks: u32, rate: f64) -> Self {
+        self.profile.malformed_after = after_chunks;
+        self.profile.malformed_rate = rate;
+        self
+    }
+
+    /// Ends a `rate` of streams cleanly (the finish chunk and the usage are sent, the body ends)
+    /// but without `data: [DONE]`.
+    pub fn missing_done(mut self, rate: f64) -> Self {
+        self.profile.no_done_rate = rate;
+        self
+    }
+
+    /// Pads the content of every whole chat answer to `bytes` bytes (an oversized answer).
+    pub fn huge_response(mut self, bytes: usize) -> Self {
+        self.profile.huge_bytes = Some(bytes);
+        self
+    }
+
     /// The seed of every random draw.
     pub fn seed(mut self, seed: u64) -> Self {
         self.profile.seed = seed;
@@ -221,7 +273,16 @@ impl MockProfileBuilder {
     /// Checks the rates, the status and the latencies, and builds the profile.
     pub fn build(self) -> Result<MockProfile, MockConfigError> {
         let p = self.profile;
-        for (what, rate) in [("fail", p.fail_rate), ("stall", p.stall_rate), ("stream_cut", p.cut_rate)] {
+        let rates = [
+            ("fail", p.fail_rate),
+            ("stall", p.stall_rate),
+            ("stream_cut", p.cut_rate),
+            ("reset", p.reset_rate),
+            ("no_response", p.silent_rate),
+            ("malformed_chunk", p.malformed_rate),
+            ("missing_done", p.no_done_rate),
+        ];
+        for (what, rate) in rates {
             if !(rate.is_finite() && (0.0..=1.0).contains(&rate)) {
                 return Err(MockConfigError::InvalidRate { what, rate });
             }
@@ -252,5 +313,11 @@ mod tests {
         let inverted = Latency::log_normal(Duration::from_secs(2), Duration::from_secs(1));
         assert!(matches!(b().latency(inverted).build(), Err(MockConfigError::InvalidLatency(_))));
         assert!(b().fail(1.0, StatusCode::TOO_MANY_REQUESTS).build().is_ok());
+        assert!(matches!(b().reset(2.0).build(), Err(MockConfigError::InvalidRate { what: "reset", .. })));
+        assert!(matches!(
+            b().missing_done(-1.0).build(),
+            Err(MockConfigError::InvalidRate { what: "missing_done", .. })
+        ));
+        assert!(b().malformed_chunk(2, 1.0).no_response(0.5).huge_response(1 << 20).build().is_ok());
     }
 }

@@ -62,6 +62,7 @@ impl MockUpstream {
             shutdown: signal.clone(),
         });
         let app = router(shared.clone());
+        let listener = FaultyListener { inner: listener, shared: shared.clone(), connections: 0 };
         let mut signal = signal;
         let task = runtime.spawn(async move {
             let stop = async move {
@@ -72,6 +73,67 @@ impl MockUpstream {
             }
         });
         Ok(MockHandle { addr, shared, shutdown, task: Some(task) })
+    }
+
+    /// A base URL (`http://127.0.0.1:PORT/v1`) on a loopback port nothing listens on: every
+    /// connection to it is refused. The port was free when this returned; it could be taken
+    /// by another program later.
+    pub fn refused_base_url() -> io::Result<String> {
+        let addr = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?;
+        Ok(format!("http://{addr}/v1"))
+    }
+}
+
+/// The listener in front of the server: applies the profile's connection faults (reset, no
+/// response) and hands every other connection to axum.
+struct FaultyListener {
+    inner: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    connections: u64,
+}
+
+impl axum::serve::Listener for FaultyListener {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
+            let n = self.connections;
+            self.connections += 1;
+            let profile = self.shared.profile.read().clone();
+            if profile.reset_rate == 0.0 && profile.silent_rate == 0.0 {
+                return (stream, addr);
+            }
+            let mut rng = SmallRng::seed_from_u64(!profile.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            let reset = rng.random_bool(profile.reset_rate);
+            let silent = rng.random_bool(profile.silent_rate);
+            if !(reset || silent) {
+                return (stream, addr);
+            }
+            self.shared.counters.connection_faults.fetch_add(1, Ordering::Relaxed);
+            let mut shutdown = self.shared.shutdown.clone();
+            tokio::spawn(async move {
+                if reset {
+                    // Closing a socket with unread data makes the kernel answer with a reset
+                    // (RST) instead of an orderly close: wait for the request (peeking leaves it
+                    // unread), read none of it.
+                    let mut first = [0u8; 1];
+                    tokio::select! {
+                        _ = stream.peek(&mut first) => {}
+                        _ = shutdown.wait_for(|down| *down) => {}
+                    }
+                    drop(stream);
+                } else {
+                    let _ = shutdown.wait_for(|down| *down).await;
+                    drop(stream);
+                }
+            });
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
     }
 }
 
@@ -103,6 +165,7 @@ struct Counters {
     stalls: AtomicU64,
     streams: AtomicU64,
     stream_cuts: AtomicU64,
+    connection_faults: AtomicU64,
 }
 
 /// A request the mock received, for assertions.
@@ -142,6 +205,8 @@ pub struct MockStats {
     pub streams: u64,
     /// Streams cut before their end.
     pub stream_cuts: u64,
+    /// Connections reset or left without an answer (the profile's connection faults).
+    pub connection_faults: u64,
 }
 
 /// A running [`MockUpstream`]: its address, what it received, its profile. Dropping the handle
@@ -191,6 +256,7 @@ impl MockHandle {
             stalls: c.stalls.load(Ordering::Relaxed),
             streams: c.streams.load(Ordering::Relaxed),
             stream_cuts: c.stream_cuts.load(Ordering::Relaxed),
+            connection_faults: c.connection_faults.load(Ordering::Relaxed),
         }
     }
 
@@ -298,6 +364,9 @@ async fn serve(s: &Shared, api: Api, azure_deployment: Option<String>, req: Reco
     let stall = rng.random_bool(profile.stall_rate);
     let cut = rng.random_bool(profile.cut_rate);
     let latency = profile.latency.sample(&mut rng);
+    // Drawn only when enabled, so that profiles without them keep their sequences.
+    let malformed = profile.malformed_rate > 0.0 && rng.random_bool(profile.malformed_rate);
+    let no_done = profile.no_done_rate > 0.0 && rng.random_bool(profile.no_done_rate);
 
     let call = match Call::read(&body, api, azure_deployment.as_deref(), &profile, &mut rng) {
         Ok(call) => call,
@@ -318,8 +387,48 @@ async fn serve(s: &Shared, api: Api, azure_deployment: Option<String>, req: Reco
         if cut {
             s.counters.stream_cuts.fetch_add(1, Ordering::Relaxed);
         }
-        let cut_after = cut.then_some(profile.cut_after);
-        return answer::streaming(call, profile, rng, cut_after, shutdown);
+        let faults = answer::StreamFaults {
+            cut_after: cut.then_some(profile.cut_after),
+            malformed_after: malformed.then_some(profile.malformed_after),
+            no_done,
+        };
+        return answer::streaming(call, profile, rng, faults, shutdown);
+    }
+    if malformed {
+        return answer::truncated(&call);
     }
     answer::whole(&call, &profile, &mut rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reset_profile_resets_the_connection_before_any_answer() {
+        let profile = MockProfile::builder().reset(1.0).build().expect("valid profile");
+        let mock = MockUpstream::start(profile).expect("mock upstream");
+        let addr = mock.addr();
+        let read = tokio::task::spawn_blocking(move || {
+            let mut sock = std::net::TcpStream::connect(addr)?;
+            sock.set_read_timeout(Some(Duration::from_secs(20)))?;
+            sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-length: 2\r\n\r\n{}")?;
+            let mut answer = Vec::new();
+            sock.read_to_end(&mut answer).map(|_| answer)
+        });
+        let err = read.await.expect("reader").expect_err("a reset, not an answer");
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionReset, "{err}");
+        assert_eq!(mock.stats().connection_faults, 1);
+        assert_eq!(mock.requests(), 0, "no request was read");
+    }
+
+    #[test]
+    fn nothing_listens_at_the_refused_url() {
+        let url = MockUpstream::refused_base_url().expect("a free port");
+        let addr = url.trim_start_matches("http://").trim_end_matches("/v1");
+        let err = std::net::TcpStream::connect(addr).expect_err("refused");
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+    }
 }

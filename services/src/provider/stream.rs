@@ -228,7 +228,13 @@ where
             }
             match std::mem::replace(&mut self.phase, Phase::End) {
                 Phase::End => return None,
-                Phase::Failing(err) => return Some((Err(err.into()), self)),
+                Phase::Failing(err) => {
+                    // One turn for the server to write out the error event first: hyper drops
+                    // the data it buffered when the body fails in the same poll, and the client
+                    // would see the connection break without the event.
+                    tokio::task::yield_now().await;
+                    return Some((Err(err.into()), self));
+                }
                 Phase::Draining => {
                     let limit = self.up.info.gap.map_or(DRAIN_LIMIT, |gap| gap.min(DRAIN_LIMIT));
                     if let Ok(Ok(Some(_))) = within(Some(limit), self.up.read()).await {
