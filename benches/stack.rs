@@ -40,8 +40,13 @@ fn config() -> Config {
 /// The bench config, with `params` (`, rpm: 100`) added to the `litellm_params` of each `gpt-4o`
 /// deployment.
 fn config_with(params: &str) -> Config {
+    config_sized(8, params)
+}
+
+/// The bench config with `n` deployments in `gpt-4o`.
+fn config_sized(n: usize, params: &str) -> Config {
     let mut yaml = String::from("model_list:\n");
-    for i in 0..8 {
+    for i in 0..n {
         yaml.push_str(&format!(
             "  - model_name: gpt-4o\n    litellm_params: {{ model: openai/gpt-4o-{i}, weight: {}{params} }}\n    model_info: {{ id: d{i} }}\n",
             i % 4 + 1
@@ -110,6 +115,19 @@ fn stack(c: &mut Criterion) {
             async move { black_box(s.oneshot(request()).await.expect("ok")) }
         });
     });
+    group.finish();
+
+    // How the whole stack's cost grows with the group (the aim: 64 deployments within 2x of 4).
+    let mut group = c.benchmark_group("group size");
+    for n in [4, 64, 1024] {
+        let service = Router::builder(&config_sized(n, "")).seed(1).build(provider).expect("router").service();
+        group.bench_function(format!("default stack, {n} deployments"), |b| {
+            b.to_async(&rt).iter(|| {
+                let s = service.clone();
+                async move { black_box(s.oneshot(request()).await.expect("ok")) }
+            });
+        });
+    }
     group.finish();
 }
 
