@@ -131,6 +131,11 @@ pub fn facts_from_json(body: &[u8], endpoint: Endpoint) -> Result<(String, Reque
 /// ingress answers it with its own error kind). One parse of the body.
 pub(crate) fn read_facts(body: &[u8], endpoint: Endpoint) -> Result<(String, RequestFacts), FactsError> {
     let not_json = |e: serde_json::Error| invalid(format!("request body is not valid JSON: {e}"));
+    // JSON is UTF-8 (RFC 8259 §8.1), and serde_json skips the fields it ignores (`messages`, ...)
+    // without checking their bytes: found by fuzzing (fuzz/regressions/ingress/).
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(FactsError::Invalid(invalid(format!("request body is not valid JSON: not UTF-8 ({e})"))));
+    }
     // serde reads a struct from an array too; a request is an object.
     if body.trim_ascii_start().first() != Some(&b'{') {
         serde_json::from_slice::<IgnoredAny>(body).map_err(not_json).map_err(FactsError::Invalid)?;
@@ -283,6 +288,7 @@ mod tests {
     #[test]
     fn malformed_bodies_name_the_problem() {
         assert!(err(b"not json").contains("not valid JSON"));
+        assert!(err(b"{\"model\":\"m\",\"messages\":[\"\xff\"]}").contains("not UTF-8"), "fuzz/regressions/ingress/");
         assert!(err(b"").contains("not valid JSON"));
         assert!(err(b" [1,2]").contains("must be a JSON object"));
         assert!(err(br#"{"model":"m","metadata":"x"}"#).contains("invalid request body"));

@@ -1,0 +1,4 @@
+//! Fuzz target `config`: see `switchyard_fuzz::check_config` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| switchyard_fuzz::check_config(data));
