@@ -14,7 +14,8 @@ pub(crate) struct Pair {
 /// Events over the last `span`, merged per `resolution` tick.
 ///
 /// An event's tick is rounded *up* and the current time's *down*, so an event counts for at least
-/// the full span (at most one resolution longer): a limit enforced on this window is never
+/// the full span (at most one resolution longer when the span is a whole number of resolutions,
+/// two otherwise: the span is rounded up to whole ticks): a limit enforced on this window is never
 /// exceeded in any real window of `span`. Memory is at most `span / resolution` entries whatever
 /// the rate.
 #[derive(Debug)]
