@@ -30,6 +30,8 @@
 pub mod config;
 #[cfg(feature = "gateway")]
 pub mod gateway;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod router;
 
 pub use config::{Config, ConfigError};

@@ -71,8 +71,8 @@ async fn every_attempt_is_a_span_naming_where_traffic_went() {
     for needle in [
         "requested=\"gpt4\"".to_owned(),
         "group=gpt-4o".to_owned(),
-        format!("deployment={}", answer.served.deployment),
-        format!("model={}", answer.served.model),
+        format!("switchyard.deployment.id={}", answer.served.deployment),
+        format!("gen_ai.request.model=\"{}\"", answer.served.model.split_once('/').map_or("", |(_, m)| m)),
         "attempt=1".to_owned(),
         "outcome=\"success\"".to_owned(),
     ] {

@@ -12,8 +12,8 @@ use std::{
 use bytes::Bytes;
 use parking_lot::Mutex;
 use switchyard_layers::{
-    BoxError, Deployment, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served,
-    StateStore,
+    BoxError, Deployment, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind,
+    RouteRequest, Served, StateStore,
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEvent, CooldownLayer, ProbeConfig},
     select::{RoutingStrategy, SelectLayer},
     state::CooldownState,

@@ -39,7 +39,7 @@ const ROUTED: [&str; 9] = [
 pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
     let routing = ServiceBuilder::new()
         .layer(IngressLayer::new(shared.max_body_bytes))
-        .layer(ObserveLayer::new(shared.dashboard.clone()))
+        .layer(ObserveLayer::new(shared.dashboard.clone(), shared.routing_trail))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {

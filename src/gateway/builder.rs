@@ -28,6 +28,7 @@ pub struct GatewayBuilder {
     shutdown_grace: Duration,
     prometheus: Option<PrometheusHandle>,
     check: Option<DeploymentCheck>,
+    routing_trail: bool,
 }
 
 impl fmt::Debug for GatewayBuilder {
@@ -59,6 +60,7 @@ impl GatewayBuilder {
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
             prometheus: None,
             check: None,
+            routing_trail: false,
         }
     }
 
@@ -142,6 +144,15 @@ impl GatewayBuilder {
         self
     }
 
+    /// Sends the routing trail (`x-switchyard-trail`: every attempt's group, deployment, outcome
+    /// and duration) on every routed answer, not only to clients that ask for it with
+    /// `x-switchyard-trail: 1`; see [`trail`](super::trail). Off by default, which spares the
+    /// bytes on answers nobody reads.
+    pub fn routing_trail(mut self, always: bool) -> Self {
+        self.routing_trail = always;
+        self
+    }
+
     /// Builds the routing stack and the gateway around it.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         let provider = self.provider.ok_or(GatewayError::MissingProvider)?;
@@ -173,6 +184,7 @@ impl GatewayBuilder {
             check: self.check,
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
+            routing_trail: self.routing_trail,
         };
         Ok(Gateway { shared: Arc::new(shared) })
     }

@@ -50,6 +50,7 @@ mod reload;
 mod request_id;
 mod routes;
 mod serve;
+pub mod trail;
 mod ui;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -95,6 +96,8 @@ pub(crate) struct Shared {
     pub(crate) aliases: tokio::sync::Mutex<Vec<Alias>>,
     /// What the `/ui` dashboard shows besides the router's state: traffic windows, the event feed.
     pub(crate) dashboard: Arc<ui::Dashboard>,
+    /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).
+    pub(crate) routing_trail: bool,
 }
 
 impl Gateway {

@@ -1,6 +1,7 @@
 //! The layer between the ingress and the routing stack: times each routed call, counts its
 //! attempts, retries and overhead, feeds the dashboard's windows (attempts, errors, latency, TTFT
-//! per deployment) and retry events, and turns the answer's [`Served`] into routing headers.
+//! per deployment) and retry events, and turns the answer's [`Served`] into routing headers and,
+//! when asked, the routing trail ([`trail`](super::trail)), on error answers too.
 
 use std::{
     fmt,
@@ -11,20 +12,23 @@ use std::{
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served};
+use switchyard_services::edge;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::{headers, metrics, ui::Dashboard};
+use super::{headers, metrics, trail, ui::Dashboard};
 
 /// Applies [`Observe`].
 #[derive(Clone, Debug)]
 pub(crate) struct ObserveLayer {
     dashboard: Arc<Dashboard>,
+    /// Every answer carries the routing trail, asked for or not.
+    trail_always: bool,
 }
 
 impl ObserveLayer {
-    pub(crate) fn new(dashboard: Arc<Dashboard>) -> Self {
-        Self { dashboard }
+    pub(crate) fn new(dashboard: Arc<Dashboard>, trail_always: bool) -> Self {
+        Self { dashboard, trail_always }
     }
 }
 
@@ -32,7 +36,7 @@ impl<S> Layer<S> for ObserveLayer {
     type Service = Observe<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Observe { inner, dashboard: self.dashboard.clone() }
+        Observe { inner, dashboard: self.dashboard.clone(), trail_always: self.trail_always }
     }
 }
 
@@ -41,6 +45,7 @@ impl<S> Layer<S> for ObserveLayer {
 pub(crate) struct Observe<S> {
     inner: S,
     dashboard: Arc<Dashboard>,
+    trail_always: bool,
 }
 
 impl<S> fmt::Debug for Observe<S> {
@@ -67,6 +72,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let dashboard = self.dashboard.clone();
         let streaming = req.extensions().get::<RouteCtx>().is_some_and(|ctx| ctx.facts().stream);
+        let with_trail = self.trail_always || trail::wanted(req.headers());
         let started = Instant::now();
         Box::pin(async move {
             let result = inner.call(req).await;
@@ -78,15 +84,26 @@ where
                         metrics::record_served(&served, overhead);
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
+                        if with_trail {
+                            trail::insert(resp.headers_mut(), &trail::for_served(&served));
+                        }
                     }
                     Ok(resp)
                 }
                 Err(err) => {
-                    if let Some(route) = RouteError::find(&*err) {
+                    let route = RouteError::find(&*err);
+                    if let Some(route) = route {
                         metrics::record_failed(route.trail());
                         dashboard.record_failed(route.trail());
                     }
-                    Err(err)
+                    if !with_trail {
+                        return Err(err);
+                    }
+                    // The answer the ingress would make of `err`, made here to carry the trail.
+                    let value = route.map(|r| trail::for_trail(r.trail())).unwrap_or_default();
+                    let mut resp = edge::into_error_response(err);
+                    trail::insert(resp.headers_mut(), &value);
+                    Ok(resp)
                 }
             }
         })

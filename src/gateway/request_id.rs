@@ -3,7 +3,9 @@
 //! the id back.
 //!
 //! The id is written into the request's headers before routing, so the provider, which keeps
-//! `x-request-id` and `traceparent` from the inbound request, sends both upstream.
+//! `x-request-id` and `traceparent` from the inbound request, sends both upstream. With the `otel`
+//! feature and an OpenTelemetry layer installed, the span continues the client's trace (its
+//! `traceparent` is the span's parent) and the `traceparent` sent upstream names this span.
 
 use std::{
     collections::hash_map::RandomState,
@@ -17,7 +19,7 @@ use std::{
 use axum::{extract::Request, middleware::Next, response::Response};
 use http::{HeaderName, HeaderValue};
 use tokio::time::Instant;
-use tracing::Instrument;
+use tracing::{Instrument, field};
 
 use super::{headers::REQUEST_ID, metrics};
 
@@ -41,15 +43,25 @@ pub(crate) async fn track(mut req: Request, next: Next) -> Response {
     let traceparent = req.headers().get(&TRACEPARENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let span = tracing::info_span!(
         "request",
+        otel.name = %format_args!("{} {endpoint}", req.method()),
+        otel.kind = "server",
+        otel.status_code = field::Empty,
         method = %req.method(),
         endpoint,
         request_id = id.to_str().unwrap_or_default(),
         traceparent,
+        http.response.status_code = field::Empty,
     );
+    #[cfg(feature = "otel")]
+    crate::otel::continue_trace(&span, req.headers_mut());
     let mut resp = next.run(req).instrument(span.clone()).await;
     let elapsed = started.elapsed();
     let status = resp.status();
     metrics::record_request(endpoint, status.as_u16(), elapsed);
+    span.record("http.response.status_code", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "error");
+    }
     span.in_scope(|| {
         let ms = elapsed.as_secs_f64() * 1000.0;
         if endpoint.starts_with("/health") || endpoint == "/metrics" {

@@ -7,6 +7,7 @@
 //! through the same layers.
 
 mod client;
+mod span;
 
 use std::{fmt, sync::Arc};
 
@@ -215,6 +216,7 @@ impl RouterBuilder<'_> {
         let precall = PreCallLayer::new(registry.clone(), store.clone(), precall_config(config));
         let service = BoxCloneSyncService::new(
             ServiceBuilder::new()
+                .layer(span::CallSpanLayer)
                 .layer(fallback)
                 .layer(retry)
                 .layer(cooldown.clone())

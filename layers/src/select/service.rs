@@ -308,17 +308,25 @@ impl AfterAttempt {
         }
     }
 
-    /// The `attempt` span the provider call runs in.
+    /// The `attempt` span the provider call runs in, named and attributed after the OpenTelemetry
+    /// GenAI conventions (`chat gpt-4o-eu`); the field values are only computed when a subscriber
+    /// wants the span.
     fn span(&self, ctx: &RouteCtx) -> Span {
+        let model = self.chosen.model.as_str();
         tracing::info_span!(
             "attempt",
-            requested = ctx.requested(),
-            target = ctx.target(),
-            group = %self.group.name(),
-            deployment = %self.chosen.id,
-            model = %self.chosen.model,
-            attempt = self.attempt,
-            outcome = field::Empty,
+            otel.name = %format_args!("{} {}", genai_operation(ctx.facts().endpoint), genai_provider(model).1),
+            otel.kind = "client",
+            otel.status_code = field::Empty,
+            gen_ai.operation.name = genai_operation(ctx.facts().endpoint),
+            gen_ai.provider.name = genai_provider(model).0,
+            gen_ai.request.model = genai_provider(model).1,
+            switchyard.requested = ctx.requested(),
+            switchyard.group = %self.group.name(),
+            switchyard.deployment.id = %self.chosen.id,
+            switchyard.attempt = self.attempt,
+            switchyard.outcome = field::Empty,
+            error.type = field::Empty,
         )
     }
 
@@ -333,7 +341,7 @@ impl AfterAttempt {
         let elapsed = start.elapsed();
         match result {
             Ok(mut resp) => {
-                span.record("outcome", "success");
+                span.record("switchyard.outcome", "success");
                 let usage_now = resp.body().usage();
                 if stream {
                     store.local().record_ttft(&chosen.id, elapsed);
@@ -363,7 +371,9 @@ impl AfterAttempt {
             Err(e) => {
                 let route = RouteError::find(&*e);
                 let outcome = route.and_then(RouteError::outcome).unwrap_or(crate::Outcome::Transport);
-                span.record("outcome", outcome.as_str());
+                span.record("switchyard.outcome", outcome.as_str());
+                span.record("otel.status_code", "error");
+                span.record("error.type", outcome.as_str());
                 let known: Vec<&str> = chosen.api_key.iter().map(|k| k.expose()).collect();
                 trail.record(AttemptRecord {
                     group: group.name().clone(),
@@ -390,6 +400,33 @@ impl AfterAttempt {
             }
         }
     }
+}
+
+/// `gen_ai.operation.name` of an endpoint (the facade's `call` span uses the same names).
+fn genai_operation(endpoint: crate::ctx::Endpoint) -> &'static str {
+    match endpoint {
+        crate::ctx::Endpoint::Completion => "text_completion",
+        crate::ctx::Endpoint::Embedding => "embeddings",
+        _ => "chat",
+    }
+}
+
+/// `gen_ai.provider.name` of a LiteLLM-style model (`azure/gpt-4o-eu`: `azure.ai.openai`) under
+/// the GenAI conventions' names (other prefixes as they are), and the model without its prefix.
+/// The facade's `call` span maps the same way.
+fn genai_provider(model: &str) -> (&str, &str) {
+    let (prefix, name) = model.split_once('/').unwrap_or(("openai", model));
+    let provider = match prefix {
+        "azure" => "azure.ai.openai",
+        "azure_ai" => "azure.ai.inference",
+        "bedrock" => "aws.bedrock",
+        "vertex_ai" => "gcp.vertex_ai",
+        "gemini" => "gcp.gemini",
+        "mistral" => "mistral_ai",
+        "xai" => "x_ai",
+        other => other,
+    };
+    (provider, name)
 }
 
 /// Seconds per completion token when the usage is known (LiteLLM's latency unit, which makes

@@ -304,7 +304,10 @@ impl MemoryBackend {
 
     pub(super) fn reconcile(&self, r: &Reservation, actual: u64) {
         if let Some(mut w) = self.usage.get_mut(&r.id) {
-            w.adjust_b(r.tick, i64::try_from(actual).unwrap_or(i64::MAX).saturating_sub(i64::try_from(r.tokens).unwrap_or(i64::MAX)));
+            w.adjust_b(
+                r.tick,
+                i64::try_from(actual).unwrap_or(i64::MAX).saturating_sub(i64::try_from(r.tokens).unwrap_or(i64::MAX)),
+            );
         }
     }
 

@@ -1,0 +1,217 @@
+//! The `call` span: one per routed call, around the whole stack, so that the gateway and the
+//! in-process API ([`Router::chat`](super::Router::chat) and friends) trace alike.
+//!
+//! The span is named after the OpenTelemetry GenAI conventions (`otel.name` = `chat gpt-4o`) and
+//! carries the model requested; when the answer is known it gets the group, deployment and
+//! provider model that served, the attempts and fallback hops, and the outcome; the token usage is
+//! recorded when the body ends (for a stream, its end), and the span lasts until then. Each
+//! attempt is an `attempt` span below it (the select layer's); fallback hops and cooldowns are
+//! events of this span (the fallback and cooldown layers log them while it is current).
+//!
+//! Without a subscriber that wants the span, the layer costs one disabled-span check per call:
+//! no field is computed and nothing is attached to the body.
+
+use std::{
+    fmt,
+    pin::Pin,
+    task::{Context, Poll, ready},
+};
+
+use pin_project_lite::pin_project;
+use switchyard_layers::{
+    BoxError, RouteBody, RouteCtx, RouteError, RouteRequest, Served,
+    body::{BodyEnd, BodyEndKind},
+    ctx::Endpoint,
+};
+use tower::{Layer, Service};
+use tracing::{Instrument, Span, field, instrument::Instrumented};
+
+type Response = http::Response<RouteBody>;
+
+/// Applies [`CallSpan`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CallSpanLayer;
+
+impl<S> Layer<S> for CallSpanLayer {
+    type Service = CallSpan<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        CallSpan { inner }
+    }
+}
+
+/// Runs each call inside its `call` span; see the [module docs](self).
+#[derive(Clone, Debug)]
+pub(crate) struct CallSpan<S> {
+    inner: S,
+}
+
+impl<S, R> Service<R> for CallSpan<S>
+where
+    R: RouteRequest,
+    S: Service<R, Response = Response, Error = BoxError>,
+{
+    type Response = Response;
+    type Error = BoxError;
+    type Future = CallFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let span = req.route_ctx().map_or_else(Span::none, call_span);
+        let fut = span.in_scope(|| self.inner.call(req));
+        CallFuture { fut: fut.instrument(span) }
+    }
+}
+
+/// The GenAI operation of an endpoint (`gen_ai.operation.name`).
+pub(crate) fn operation(endpoint: Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Completion => "text_completion",
+        Endpoint::Embedding => "embeddings",
+        _ => "chat",
+    }
+}
+
+/// The provider of a LiteLLM-style model (`azure/gpt-4o-eu`) under the GenAI conventions'
+/// `gen_ai.provider.name` values, and the model without its prefix.
+pub(crate) fn provider_and_model(model: &str) -> (&str, &str) {
+    let (prefix, name) = model.split_once('/').unwrap_or(("openai", model));
+    let provider = match prefix {
+        "azure" => "azure.ai.openai",
+        "azure_ai" => "azure.ai.inference",
+        "bedrock" => "aws.bedrock",
+        "vertex_ai" => "gcp.vertex_ai",
+        "gemini" => "gcp.gemini",
+        "mistral" => "mistral_ai",
+        "xai" => "x_ai",
+        other => other,
+    };
+    (provider, name)
+}
+
+fn call_span(ctx: &RouteCtx) -> Span {
+    let op = operation(ctx.facts().endpoint);
+    tracing::info_span!(
+        "call",
+        otel.name = %format_args!("{op} {}", ctx.requested()),
+        otel.kind = "internal",
+        otel.status_code = field::Empty,
+        gen_ai.operation.name = op,
+        gen_ai.request.model = ctx.requested(),
+        gen_ai.response.model = field::Empty,
+        gen_ai.provider.name = field::Empty,
+        gen_ai.usage.input_tokens = field::Empty,
+        gen_ai.usage.output_tokens = field::Empty,
+        switchyard.stream = ctx.facts().stream,
+        switchyard.group = field::Empty,
+        switchyard.deployment.id = field::Empty,
+        switchyard.attempts = field::Empty,
+        switchyard.fallback.hops = field::Empty,
+        switchyard.outcome = field::Empty,
+        error.type = field::Empty,
+    )
+}
+
+pin_project! {
+    /// The response future of [`CallSpan`]: the stack's future inside the call span, then the
+    /// answer's facts recorded on the span.
+    pub(crate) struct CallFuture<F> {
+        #[pin]
+        fut: Instrumented<F>,
+    }
+}
+
+impl<F> fmt::Debug for CallFuture<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallFuture").finish_non_exhaustive()
+    }
+}
+
+impl<F> Future for CallFuture<F>
+where
+    F: Future<Output = Result<Response, BoxError>>,
+{
+    type Output = Result<Response, BoxError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut fut = self.project().fut;
+        let result = ready!(fut.as_mut().poll(cx));
+        let span = fut.as_ref().get_ref().span();
+        if span.is_disabled() {
+            return Poll::Ready(result);
+        }
+        Poll::Ready(match result {
+            Ok(resp) => Ok(record_answer(span, resp)),
+            Err(err) => {
+                record_error(span, &err);
+                Err(err)
+            }
+        })
+    }
+}
+
+fn record_answer(span: &Span, mut resp: Response) -> Response {
+    if let Some(served) = resp.extensions().get::<Served>() {
+        let (provider, model) = provider_and_model(&served.model);
+        span.record("gen_ai.response.model", model);
+        span.record("gen_ai.provider.name", provider);
+        span.record("switchyard.group", &*served.group);
+        span.record("switchyard.deployment.id", served.deployment.as_str());
+        span.record("switchyard.attempts", served.attempts);
+        span.record("switchyard.fallback.hops", served.hops);
+    }
+    span.record("switchyard.outcome", "success");
+    // The call lasts until its body ends: the usage of a stream is known only then, and a stream
+    // that breaks after its first chunk fails the call after all.
+    let span = span.clone();
+    resp.body_mut().on_end(move |end| record_end(&span, end));
+    resp
+}
+
+fn record_end(span: &Span, end: &BodyEnd) {
+    if let Some(usage) = end.usage {
+        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+    }
+    // Read to the end, or given up by the caller: neither is the call's failure.
+    if let BodyEndKind::Failed(outcome) = end.kind {
+        span.record("otel.status_code", "error");
+        span.record("switchyard.outcome", outcome.as_str());
+        span.record("error.type", outcome.as_str());
+    }
+}
+
+fn record_error(span: &Span, err: &BoxError) {
+    span.record("otel.status_code", "error");
+    let Some(route) = RouteError::find(&**err) else {
+        span.record("error.type", "_OTHER");
+        return;
+    };
+    // The outcome class for an upstream's failure, else our refusal's kind (`all_cooling_down`).
+    let class = route.outcome().map_or(route.kind().as_str(), |o| o.as_str());
+    span.record("switchyard.outcome", class);
+    span.record("error.type", class);
+    if let Some(group) = route.group() {
+        span.record("switchyard.group", &**group);
+    }
+    if let Some(id) = route.deployment() {
+        span.record("switchyard.deployment.id", id.as_str());
+    }
+    span.record("switchyard.attempts", route.trail().len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_follow_the_genai_names() {
+        assert_eq!(provider_and_model("azure/gpt-4o-eu"), ("azure.ai.openai", "gpt-4o-eu"));
+        assert_eq!(provider_and_model("openai/gpt-4o"), ("openai", "gpt-4o"));
+        assert_eq!(provider_and_model("gpt-4o"), ("openai", "gpt-4o"));
+        assert_eq!(provider_and_model("hosted_vllm/meta/llama-3"), ("hosted_vllm", "meta/llama-3"));
+    }
+}
