@@ -422,6 +422,29 @@ fn render(chromium: &Path, profile: &Path, url: &str, action: &str, budget: Dura
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_event_stream_does_not_hold_the_graceful_shutdown() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstreams = Upstreams::start();
+    let gw = gateway(&upstreams, true); // the default grace period: 30 s
+    let (origin, stop, server) = serve(&gw).await;
+    let mut conn = tokio::net::TcpStream::connect(origin.trim_start_matches("http://")).await.expect("connect");
+    let head = format!("GET /router/events/stream HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer {KEY}\r\n\r\n");
+    conn.write_all(head.as_bytes()).await.expect("request");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(PATIENCE, conn.read(&mut buf)).await.expect("headers in time").expect("read");
+        assert!(n > 0, "the stream closed before its headers");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&got).starts_with("HTTP/1.1 200"), "{}", String::from_utf8_lossy(&got));
+    let _ = stop.send(());
+    let done = tokio::time::timeout(Duration::from_secs(10), server).await;
+    assert!(done.is_ok(), "serve() waited for the open event stream instead of ending it");
+    upstreams.shutdown().await;
+}
+
 /// The `<tr>` of deployment `id` in a dumped DOM.
 fn row<'a>(dom: &'a str, id: &str) -> &'a str {
     let marker = format!("data-deployment=\"{id}\"");

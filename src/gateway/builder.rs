@@ -185,6 +185,7 @@ impl GatewayBuilder {
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
             routing_trail: self.routing_trail,
+            stopping: tokio::sync::watch::Sender::new(false),
         };
         Ok(Gateway { shared: Arc::new(shared) })
     }

@@ -98,6 +98,9 @@ pub(crate) struct Shared {
     pub(crate) dashboard: Arc<ui::Dashboard>,
     /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).
     pub(crate) routing_trail: bool,
+    /// Set when [`Gateway::serve`] starts shutting down: open event streams end, so they do not
+    /// hold the graceful shutdown for its whole grace period.
+    pub(crate) stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl Gateway {

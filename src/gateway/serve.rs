@@ -40,8 +40,11 @@ impl Gateway {
         let addr = listener.local_addr()?;
         let grace = self.shared.shutdown_grace;
         let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
+        let shared = self.shared.clone();
         let signal = async move {
             shutdown.await;
+            // Event streams never end on their own: end them now.
+            shared.stopping.send_replace(true);
             tracing::info!(
                 grace_seconds = grace.as_secs_f64(),
                 "shutting down: no new connections, finishing requests in flight"

@@ -247,25 +247,30 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// and can page the rest from `GET /router/events`.
 pub(crate) async fn stream(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
     let rx = shared.dashboard.feed.subscribe();
+    let stop = shared.stopping.subscribe();
     let mut tick = tokio::time::interval(SWEEP_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let events = stream::unfold((rx, tick, shared), |(mut rx, mut tick, shared)| async move {
+    let events = stream::unfold((rx, stop, tick, shared), |(mut rx, mut stop, mut tick, shared)| async move {
         loop {
-            tokio::select! {
-                received = rx.recv() => {
-                    let event = match received {
-                        Ok(e) => Event::default()
-                            .event("routing")
-                            .id(e.seq.to_string())
-                            .json_data(&*e)
-                            .unwrap_or_else(|_| Event::default().comment("unserializable event")),
-                        Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
-                        Err(RecvError::Closed) => return None,
-                    };
-                    return Some((Ok::<_, Infallible>(event), (rx, tick, shared)));
+            let received = tokio::select! {
+                // The gateway is shutting down: end the stream so the connection can close.
+                _ = stop.wait_for(|stopping| *stopping) => return None,
+                received = rx.recv() => received,
+                _ = tick.tick() => {
+                    shared.dashboard.feed.sweep();
+                    continue;
                 }
-                _ = tick.tick() => shared.dashboard.feed.sweep(),
-            }
+            };
+            let event = match received {
+                Ok(e) => Event::default()
+                    .event("routing")
+                    .id(e.seq.to_string())
+                    .json_data(&*e)
+                    .unwrap_or_else(|_| Event::default().comment("unserializable event")),
+                Err(RecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+                Err(RecvError::Closed) => return None,
+            };
+            return Some((Ok::<_, Infallible>(event), (rx, stop, tick, shared)));
         }
     });
     Sse::new(events).keep_alive(KeepAlive::default())
