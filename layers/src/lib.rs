@@ -37,6 +37,7 @@ pub mod redact;
 pub mod retry;
 pub mod seed;
 pub mod select;
+pub mod semconv;
 pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};

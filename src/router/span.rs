@@ -21,7 +21,7 @@ use pin_project_lite::pin_project;
 use switchyard_layers::{
     BoxError, RouteBody, RouteCtx, RouteError, RouteRequest, Served,
     body::{BodyEnd, BodyEndKind},
-    ctx::Endpoint,
+    semconv::{operation, provider_and_model},
 };
 use tower::{Layer, Service};
 use tracing::{Instrument, Span, field, instrument::Instrumented};
@@ -64,32 +64,6 @@ where
         let fut = span.in_scope(|| self.inner.call(req));
         CallFuture { fut: fut.instrument(span) }
     }
-}
-
-/// The GenAI operation of an endpoint (`gen_ai.operation.name`).
-pub(crate) fn operation(endpoint: Endpoint) -> &'static str {
-    match endpoint {
-        Endpoint::Completion => "text_completion",
-        Endpoint::Embedding => "embeddings",
-        _ => "chat",
-    }
-}
-
-/// The provider of a LiteLLM-style model (`azure/gpt-4o-eu`) under the GenAI conventions'
-/// `gen_ai.provider.name` values, and the model without its prefix.
-pub(crate) fn provider_and_model(model: &str) -> (&str, &str) {
-    let (prefix, name) = model.split_once('/').unwrap_or(("openai", model));
-    let provider = match prefix {
-        "azure" => "azure.ai.openai",
-        "azure_ai" => "azure.ai.inference",
-        "bedrock" => "aws.bedrock",
-        "vertex_ai" => "gcp.vertex_ai",
-        "gemini" => "gcp.gemini",
-        "mistral" => "mistral_ai",
-        "xai" => "x_ai",
-        other => other,
-    };
-    (provider, name)
 }
 
 fn call_span(ctx: &RouteCtx) -> Span {
@@ -201,17 +175,4 @@ fn record_error(span: &Span, err: &BoxError) {
         span.record("switchyard.deployment.id", id.as_str());
     }
     span.record("switchyard.attempts", route.trail().len());
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn providers_follow_the_genai_names() {
-        assert_eq!(provider_and_model("azure/gpt-4o-eu"), ("azure.ai.openai", "gpt-4o-eu"));
-        assert_eq!(provider_and_model("openai/gpt-4o"), ("openai", "gpt-4o"));
-        assert_eq!(provider_and_model("gpt-4o"), ("openai", "gpt-4o"));
-        assert_eq!(provider_and_model("hosted_vllm/meta/llama-3"), ("hosted_vllm", "meta/llama-3"));
-    }
 }

@@ -315,12 +315,12 @@ impl AfterAttempt {
         let model = self.chosen.model.as_str();
         tracing::info_span!(
             "attempt",
-            otel.name = %format_args!("{} {}", genai_operation(ctx.facts().endpoint), genai_provider(model).1),
+            otel.name = %format_args!("{} {}", crate::semconv::operation(ctx.facts().endpoint), crate::semconv::provider_and_model(model).1),
             otel.kind = "client",
             otel.status_code = field::Empty,
-            gen_ai.operation.name = genai_operation(ctx.facts().endpoint),
-            gen_ai.provider.name = genai_provider(model).0,
-            gen_ai.request.model = genai_provider(model).1,
+            gen_ai.operation.name = crate::semconv::operation(ctx.facts().endpoint),
+            gen_ai.provider.name = crate::semconv::provider_and_model(model).0,
+            gen_ai.request.model = crate::semconv::provider_and_model(model).1,
             switchyard.requested = ctx.requested(),
             switchyard.group = %self.group.name(),
             switchyard.deployment.id = %self.chosen.id,
@@ -400,33 +400,6 @@ impl AfterAttempt {
             }
         }
     }
-}
-
-/// `gen_ai.operation.name` of an endpoint (the facade's `call` span uses the same names).
-fn genai_operation(endpoint: crate::ctx::Endpoint) -> &'static str {
-    match endpoint {
-        crate::ctx::Endpoint::Completion => "text_completion",
-        crate::ctx::Endpoint::Embedding => "embeddings",
-        _ => "chat",
-    }
-}
-
-/// `gen_ai.provider.name` of a LiteLLM-style model (`azure/gpt-4o-eu`: `azure.ai.openai`) under
-/// the GenAI conventions' names (other prefixes as they are), and the model without its prefix.
-/// The facade's `call` span maps the same way.
-fn genai_provider(model: &str) -> (&str, &str) {
-    let (prefix, name) = model.split_once('/').unwrap_or(("openai", model));
-    let provider = match prefix {
-        "azure" => "azure.ai.openai",
-        "azure_ai" => "azure.ai.inference",
-        "bedrock" => "aws.bedrock",
-        "vertex_ai" => "gcp.vertex_ai",
-        "gemini" => "gcp.gemini",
-        "mistral" => "mistral_ai",
-        "xai" => "x_ai",
-        other => other,
-    };
-    (provider, name)
 }
 
 /// Seconds per completion token when the usage is known (LiteLLM's latency unit, which makes

@@ -104,19 +104,43 @@ fn round_ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
+/// What the state endpoints show of every registered deployment (config order): the
+/// deployments, their cooldown states by id and their window usage (in the same order), or the
+/// 503 to answer when the store cannot be read.
+pub(crate) struct StoreView {
+    pub(crate) deployments: Vec<Arc<Deployment>>,
+    pub(crate) cooldowns: HashMap<DeploymentId, CooldownState>,
+    pub(crate) usage: Vec<WindowUsage>,
+}
+
+impl StoreView {
+    pub(crate) async fn read(shared: &Shared) -> Result<Self, Response> {
+        let router = &shared.router;
+        let deployments = router.registry().deployments();
+        let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
+        let (cooldowns, usage) = match (router.cooldowns().await, router.store().usage(&ids).await) {
+            (Ok(c), Ok(u)) => (c, u),
+            (Err(e), _) | (_, Err(e)) => {
+                return Err(json_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "server_error",
+                    "state_unavailable",
+                    e.to_string(),
+                ));
+            }
+        };
+        let cooldowns = cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
+        Ok(Self { deployments, cooldowns, usage })
+    }
+}
+
 /// Every registered deployment, in config order.
 pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Response {
     let router = &shared.router;
-    let deployments = router.registry().deployments();
-    let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
-    let (cooldowns, usage) = match (router.cooldowns().await, router.store().usage(&ids).await) {
-        (Ok(c), Ok(u)) => (c, u),
-        (Err(e), _) | (_, Err(e)) => {
-            return json_error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "state_unavailable", e.to_string());
-        }
+    let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
+        Ok(view) => view,
+        Err(resp) => return resp,
     };
-    let cooldowns: HashMap<DeploymentId, CooldownState> =
-        cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
     let now = Instant::now();
     let local = router.store().local();
     let rows = deployments

@@ -20,7 +20,7 @@ use axum::{
     },
 };
 use futures_util::stream;
-use http::{Method, StatusCode};
+use http::Method;
 use serde::{Deserialize, Serialize};
 use switchyard_layers::{
     Deployment, DeploymentId,
@@ -29,10 +29,9 @@ use switchyard_layers::{
 };
 use tokio::{sync::broadcast::error::RecvError, time::Instant};
 
-use super::deployments::CooldownView;
+use super::deployments::{CooldownView, StoreView};
 use crate::gateway::{
     Shared,
-    error::json_error,
     ui::{
         Dashboard,
         feed::{FEED_CAPACITY, FeedPage},
@@ -120,16 +119,10 @@ fn share(part: f64, total: f64) -> f64 {
 pub(crate) async fn state(State(shared): State<Arc<Shared>>) -> Response {
     let router = &shared.router;
     let dashboard = &shared.dashboard;
-    let deployments = router.registry().deployments();
-    let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
-    let (cooldowns, usage) = match (router.cooldowns().await, router.store().usage(&ids).await) {
-        (Ok(c), Ok(u)) => (c, u),
-        (Err(e), _) | (_, Err(e)) => {
-            return json_error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "state_unavailable", e.to_string());
-        }
+    let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
+        Ok(view) => view,
+        Err(resp) => return resp,
     };
-    let cooldowns: HashMap<DeploymentId, CooldownState> =
-        cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
     dashboard.stats.retain(|id| router.registry().deployment(id).is_some());
     dashboard.feed.sweep();
 
