@@ -163,7 +163,7 @@ fn cooldown_filter(c: &mut Criterion) {
             let expected = n - if matches!(cooling, Cooling::Quarter) { benched.len() } else { 0 };
             let check = ServiceBuilder::new().layer(layer.clone()).service(service_fn(
                 |req: http::Request<Bytes>| async move {
-                    let left = req.route_ctx().and_then(|c| c.candidates.as_ref()).map_or(0, Vec::len);
+                    let left = req.route_ctx().and_then(|c| c.candidates.as_ref()).map_or(0, |c| c.len());
                     Ok::<_, BoxError>(http::Response::new(RouteBody::from(left.to_string())))
                 },
             ));

@@ -22,7 +22,7 @@ use std::{
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::{Deployment, DeploymentId, Group, Outcome};
+use crate::{Candidates, Deployment, DeploymentId, Group, Outcome};
 
 /// What a request carries: a [`RouteCtx`], and a way to be cloned for a retry.
 ///
@@ -225,7 +225,7 @@ pub struct RouteCtx {
     /// The alias the caller used, if any.
     pub alias: Option<Arc<str>>,
     /// Deployments that may still serve this attempt; `None` until resolved for the attempt.
-    pub candidates: Option<Vec<Arc<Deployment>>>,
+    pub candidates: Option<Candidates>,
     /// Deployments this call must not use again (failed earlier in the group).
     pub excluded: Vec<DeploymentId>,
     /// The deployment chosen for this attempt.
@@ -250,7 +250,7 @@ impl fmt::Debug for RouteCtx {
             .field("requested", &self.requested)
             .field("target", &self.target)
             .field("group", &self.group.as_ref().map(|g| g.name()))
-            .field("candidates", &self.candidates.as_ref().map(|c| c.iter().map(|d| &d.id).collect::<Vec<_>>()))
+            .field("candidates", &self.candidates)
             .field("excluded", &self.excluded)
             .field("selected", &self.selected.as_ref().map(|d| &d.id))
             .field("hop", &self.hop)
@@ -351,7 +351,7 @@ impl RouteCtx {
     pub fn resolve_candidates(
         &mut self,
         registry: &crate::Registry,
-    ) -> Result<&mut Vec<Arc<Deployment>>, crate::RouteError> {
+    ) -> Result<&mut Candidates, crate::RouteError> {
         if self.group.is_none() {
             let resolved = registry.resolve(&self.target)?;
             self.group = Some(resolved.group);

@@ -42,7 +42,7 @@ pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};
 pub use ctx::{AttemptRecord, CallTrail, RequestFacts, RouteCtx, RouteRequest, Served};
-pub use deployment::{ApiKey, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
+pub use deployment::{ApiKey, Candidates, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
 pub use error::{BoxError, RouteError, RouteErrorKind};
 pub use outcome::Outcome;
 pub use state::StateStore;

@@ -410,7 +410,7 @@ async fn blocked_deployments_never_serve_even_from_an_outer_layers_list() {
     let mut svc = rig(&reg, &memory(), PreCallConfig::new(), echo());
     let make = || {
         let mut ctx = RouteCtx::new("g");
-        ctx.candidates = Some(reg.resolve("g").expect("a group").group.deployments().to_vec());
+        ctx.candidates = Some(reg.resolve("g").expect("a group").group.deployments().to_vec().into());
         with_ctx(ctx)
     };
     assert_eq!(keys(&tally_with(&mut svc, 20, make).await), ["on"]);

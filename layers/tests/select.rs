@@ -286,7 +286,7 @@ async fn select_picks_only_among_the_candidates_outer_layers_left() {
     let mut svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle), echo());
     for _ in 0..100 {
         let mut ctx = RouteCtx::new("g");
-        ctx.candidates = Some(vec![b.clone()]);
+        ctx.candidates = Some(vec![b.clone()].into());
         let resp = call(&mut svc, with_ctx(ctx)).await.expect("served");
         assert_eq!(served(&resp).deployment.as_str(), "b");
     }

@@ -246,7 +246,7 @@ where
             }
         }
     };
-    ctx.candidates = Some(keep);
+    ctx.candidates = Some(keep.into());
     let probing = claim.id.take();
     let claim = ProbeClaim { store: store.clone(), id: probing };
     let record = Record { shared: shared.clone(), group, claim: Some(claim), stream };

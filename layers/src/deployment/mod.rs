@@ -16,11 +16,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod candidates;
 mod id;
 mod model;
 mod pattern;
 mod registry;
 
+pub use candidates::Candidates;
 pub use id::DeploymentId;
 pub use model::{ApiKey, Capabilities, Deployment, DeploymentBuilder, DeploymentError};
 pub use pattern::pattern_matches;

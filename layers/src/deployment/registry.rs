@@ -4,7 +4,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use super::{
-    Deployment, DeploymentId,
+    Candidates, Deployment, DeploymentId,
     pattern::{Pattern, substitute},
 };
 use crate::RouteError;
@@ -55,13 +55,20 @@ impl WeightBasis {
 pub struct Group {
     name: Arc<str>,
     deployments: Arc<[Arc<Deployment>]>,
+    /// The deployments that can serve (not blocked): every call starts from this one list.
+    serving: Arc<[Arc<Deployment>]>,
     weight_basis: WeightBasis,
 }
 
 impl Group {
     fn new(name: Arc<str>, deployments: Arc<[Arc<Deployment>]>) -> Self {
         let weight_basis = WeightBasis::of(&deployments);
-        Self { name, deployments, weight_basis }
+        let serving = if deployments.iter().any(|d| d.blocked) {
+            deployments.iter().filter(|d| !d.blocked).cloned().collect()
+        } else {
+            deployments.clone()
+        };
+        Self { name, deployments, serving, weight_basis }
     }
 
     /// The group's name (for a wildcard match, the pattern, e.g. `openai/*`).
@@ -79,9 +86,10 @@ impl Group {
         self.weight_basis
     }
 
-    /// The deployments that may serve a first attempt: all but the blocked ones.
-    pub fn candidates(&self) -> Vec<Arc<Deployment>> {
-        self.deployments.iter().filter(|d| !d.blocked).cloned().collect()
+    /// The deployments that may serve a first attempt: all but the blocked ones, shared with the
+    /// group until a layer removes one (no per-call copy).
+    pub fn candidates(&self) -> Candidates {
+        Candidates::shared(self.serving.clone())
     }
 }
 

@@ -9,11 +9,11 @@
 //! left alone and the strategy picks as usual. After a served attempt the key sticks to the
 //! deployment that served, for `ttl` from then (each use refreshes it).
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::{Deployment, DeploymentId, Group, RequestFacts, StateStore, state::StoreError};
+use crate::{Candidates, DeploymentId, Group, RequestFacts, StateStore, state::StoreError};
 
 /// Settings of sticky routing; off unless set on the [`PreCallConfig`](super::PreCallConfig).
 ///
@@ -105,11 +105,10 @@ pub(crate) fn key(config: &AffinityConfig, group: &Group, facts: &RequestFacts) 
 }
 
 /// Narrows `list` to the deployment `key` sticks to, when it is still a candidate.
-pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Vec<Arc<Deployment>>) -> Result<(), StoreError> {
+pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Candidates) -> Result<(), StoreError> {
     let Some(id) = store.affinity(key).await? else { return Ok(()) };
     if let Some(d) = list.iter().find(|d| d.id == id).cloned() {
-        list.clear();
-        list.push(d);
+        *list = vec![d].into();
     }
     Ok(())
 }

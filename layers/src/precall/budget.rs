@@ -17,7 +17,7 @@
 use std::{collections::BTreeMap, fmt::Write as _, sync::Arc, time::Duration};
 
 use crate::{
-    BoxError, Deployment, Group, RouteBody, RouteError, RouteErrorKind, StateStore,
+    BoxError, Candidates, Deployment, Group, RouteBody, RouteError, RouteErrorKind, StateStore,
     state::{SpendState, StoreError},
 };
 
@@ -121,7 +121,7 @@ pub(crate) struct Spent {
 pub(crate) async fn filter(
     store: &StateStore,
     config: &BudgetConfig,
-    list: &mut Vec<Arc<Deployment>>,
+    list: &mut Candidates,
 ) -> Result<Vec<Vec<Spent>>, StoreError> {
     let per: Vec<_> = list.iter().map(|d| budgets_of(config, d)).collect();
     let mut keys: Vec<String> = per.iter().flatten().map(|(k, _, _)| k.clone()).collect();

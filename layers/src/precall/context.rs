@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::tokens::{Tokenizer, count_input_tokens};
-use crate::{BoxError, Deployment, Group, RequestFacts, RouteError, RouteErrorKind};
+use crate::{BoxError, Candidates, Deployment, Group, RequestFacts, RouteError, RouteErrorKind};
 
 /// The request's input tokens: the count already in `facts` (set by the caller, or by an earlier
 /// attempt of this request), else counted now from `facts.body` with `tokenizer` and stored in
@@ -46,7 +46,7 @@ pub(crate) fn any_window(list: &[Arc<Deployment>]) -> bool {
 
 /// Drops the deployments whose `max_input_tokens` is below `tokens`; returns the largest window
 /// it dropped (for the error message).
-pub(crate) fn filter(list: &mut Vec<Arc<Deployment>>, tokens: u64) -> Option<u32> {
+pub(crate) fn filter(list: &mut Candidates, tokens: u64) -> Option<u32> {
     let mut largest: Option<u32> = None;
     list.retain(|d| match d.max_input_tokens {
         Some(max) if tokens > u64::from(max) => {

@@ -9,7 +9,7 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::{
-    BoxError, Deployment, Group, RouteError, RouteErrorKind, StateStore,
+    BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind, StateStore,
     state::{Limits, StoreError},
 };
 
@@ -35,7 +35,7 @@ pub(crate) fn any_tpm(list: &[Arc<Deployment>]) -> bool {
 /// (`requests >= rpm`, or `tokens_used + tokens > tpm`); returns the dropped ones.
 pub(crate) async fn filter(
     store: &StateStore,
-    list: &mut Vec<Arc<Deployment>>,
+    list: &mut Candidates,
     tokens: u64,
 ) -> Result<Vec<Arc<Deployment>>, StoreError> {
     let ids: Vec<_> = list.iter().filter(|d| limited(d)).map(|d| d.id.clone()).collect();

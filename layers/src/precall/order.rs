@@ -7,12 +7,11 @@
 //! exclusion of a failed deployment this fails over tier by tier inside the group, and never
 //! picks the failed primary again in the same call.
 
-use std::sync::Arc;
 
-use crate::Deployment;
+use crate::Candidates;
 
 /// Keeps the lowest tier.
-pub(crate) fn filter(list: &mut Vec<Arc<Deployment>>) {
+pub(crate) fn filter(list: &mut Candidates) {
     let Some(lowest) = list.iter().filter_map(|d| d.order).min() else { return };
     if list.iter().any(|d| d.order != Some(lowest)) {
         list.retain(|d| d.order == Some(lowest));

@@ -14,7 +14,7 @@ use futures_util::future::select_all;
 use tokio::time::Instant;
 
 use crate::{
-    BoxError, Deployment, Group, RouteError, RouteErrorKind,
+    BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind,
     state::{LocalState, SlotWatch},
 };
 
@@ -31,7 +31,7 @@ pub(crate) fn any_limit(list: &[Arc<Deployment>], default: Option<u32>) -> bool 
 /// Drops the candidates with `limit` requests in flight on this replica; returns them.
 pub(crate) fn filter(
     local: &LocalState,
-    list: &mut Vec<Arc<Deployment>>,
+    list: &mut Candidates,
     default: Option<u32>,
 ) -> Vec<Arc<Deployment>> {
     let mut full = Vec::new();

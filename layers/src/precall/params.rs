@@ -7,9 +7,8 @@
 //! rule is the same for both parameters and does not depend on `drop_params` (Switchyard never
 //! drops parameters from the body).
 
-use std::sync::Arc;
 
-use crate::{BoxError, Deployment, Group, RouteError, RouteErrorKind};
+use crate::{BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind};
 
 /// The declared support of `d` for `param`; `None` when not declared (or not a checked param).
 fn declared(d: &Deployment, param: &str) -> Option<bool> {
@@ -21,7 +20,7 @@ fn declared(d: &Deployment, param: &str) -> Option<bool> {
 }
 
 /// Drops the deployments that declare they do not support one of `params`.
-pub(crate) fn filter(list: &mut Vec<Arc<Deployment>>, params: &[String]) {
+pub(crate) fn filter(list: &mut Candidates, params: &[String]) {
     list.retain(|d| params.iter().all(|p| declared(d, p) != Some(false)));
 }
 

@@ -8,9 +8,8 @@
 //! (`us-east-1`, `eastus2`, `centralus`). A deployment that declares no region is dropped when
 //! the request asks for one: its data may be anywhere.
 
-use std::sync::Arc;
 
-use crate::{BoxError, Deployment, Group, RouteError, RouteErrorKind};
+use crate::{BoxError, Candidates, Group, RouteError, RouteErrorKind};
 
 const EU_NAMES: [&str; 10] =
     ["europe", "sweden", "switzerland", "france", "germany", "italy", "poland", "spain", "norway", "uk"];
@@ -32,7 +31,7 @@ pub(crate) fn allowed(region: &str, allowed: &str) -> bool {
 }
 
 /// Drops the deployments outside `region`.
-pub(crate) fn filter(list: &mut Vec<Arc<Deployment>>, region: &str) {
+pub(crate) fn filter(list: &mut Candidates, region: &str) {
     list.retain(|d| d.region.as_deref().is_some_and(|r| allowed(r, region)));
 }
 

@@ -12,7 +12,7 @@ use super::{
     PreCallConfig, PreCallLayer, affinity, budget, context, future::ResponseFuture, limits, order, parallel, params,
     region, tags,
 };
-use crate::{BoxError, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
+use crate::{BoxError, Candidates, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
@@ -99,7 +99,7 @@ fn may_wait(config: &PreCallConfig, list: &[Arc<Deployment>]) -> bool {
 struct AfterCall {
     /// The candidates a budget applies to (the served one is among them): its spend is recorded
     /// when the body ends.
-    budgeted: Vec<Arc<Deployment>>,
+    budgeted: Candidates,
     /// The affinity key to point at the serving deployment.
     sticky: Option<String>,
 }
@@ -107,7 +107,7 @@ struct AfterCall {
 impl AfterCall {
     async fn served(self, shared: &PreCallLayer, resp: &mut http::Response<RouteBody>) {
         let Some(id) = resp.extensions().get::<Served>().map(|s| s.deployment.clone()) else { return };
-        if let Some(d) = self.budgeted.into_iter().find(|d| d.id == id) {
+        if let Some(d) = self.budgeted.iter().find(|d| d.id == id).cloned() {
             budget::account(resp.body_mut(), shared.store.clone(), &shared.config.budgets, d);
         }
         if let (Some(key), Some(a)) = (self.sticky, shared.config.affinity) {
@@ -132,7 +132,7 @@ async fn filter(
     shared: &PreCallLayer,
     ctx: &mut RouteCtx,
     group: &Group,
-    list: &mut Vec<Arc<Deployment>>,
+    list: &mut Candidates,
 ) -> Result<AfterCall, BoxError> {
     let config = &*shared.config;
     let mut after = AfterCall::default();
@@ -220,7 +220,7 @@ async fn filter(
             };
             let until = Instant::now() + max;
             let until = ctx.deadline.map_or(until, |d| d.min(until));
-            *list = parallel::wait_for_slot(shared.store.local(), full, default, until).await;
+            *list = parallel::wait_for_slot(shared.store.local(), full, default, until).await.into();
             if list.is_empty() {
                 return Err(parallel::all_full(group, Some(max)));
             }

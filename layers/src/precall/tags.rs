@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::{BoxError, Deployment, Group, RouteError, RouteErrorKind};
+use crate::{BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind};
 
 /// The tag whose deployments serve untagged requests and requests that match nothing.
 pub(crate) const DEFAULT_TAG: &str = "default";
@@ -22,7 +22,7 @@ fn carries(d: &Deployment, tag: &str) -> bool {
 }
 
 /// Applies the rules above to `list`.
-pub(crate) fn filter(list: &mut Vec<Arc<Deployment>>, request: &[String], match_any: bool) {
+pub(crate) fn filter(list: &mut Candidates, request: &[String], match_any: bool) {
     let negated = || request.iter().filter_map(|t| t.strip_prefix('!')).filter(|t| !t.is_empty());
     let wanted = || request.iter().map(String::as_str).filter(|t| !t.is_empty() && !t.starts_with('!'));
     if negated().next().is_some() {

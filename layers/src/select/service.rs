@@ -12,6 +12,7 @@ use tracing::{Instrument, Span, field};
 
 use super::{SelectLayer, future::ResponseFuture, strategy::Selection};
 use crate::{
+    Candidates,
     AttemptRecord, BoxError, CallTrail, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
     Served,
     body::BodyEndKind,
@@ -152,7 +153,7 @@ fn pick_without_usage(
 struct AllLimited {
     store: Arc<StateStore>,
     group: Arc<crate::Group>,
-    list: Vec<Arc<Deployment>>,
+    list: Candidates,
     tokens: u64,
 }
 
