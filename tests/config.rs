@@ -72,7 +72,7 @@ fn full_litellm_config_loads_deployments_in_order_with_their_params() {
 
     let eu = &c.deployments[0];
     assert_eq!(eu.id, DeploymentId::from("azure-eu-1"));
-    assert_eq!(eu.model, "azure/gpt-4o-eu");
+    assert_eq!(&*eu.model, "azure/gpt-4o-eu");
     assert_eq!(eu.provider(), "azure");
     assert_eq!(eu.api_base.as_deref(), Some("https://eu.example.openai.azure.com"));
     assert_eq!(eu.api_key.as_ref().map(|k| k.expose()), Some("sk-azure-SECRET-eu"));

@@ -28,7 +28,7 @@ use http_body::{Body, Frame, SizeHint};
 use http_body_util::{BodyExt, Empty, Full, combinators::UnsyncBoxBody};
 use tokio::time::Instant;
 
-use crate::{BoxError, Outcome, RouteError};
+use crate::{BoxError, Outcome, RouteError, state::InFlightGuard};
 
 /// Token usage of one attempt, as the upstream reported it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -104,6 +104,9 @@ pub struct RouteBody {
     inner: UnsyncBoxBody<Bytes, BoxError>,
     usage: UsageSlot,
     hooks: Vec<Hook>,
+    /// The serving attempt's in-flight count, released first when the body ends: a field, not a
+    /// boxed hook, as every served attempt has one.
+    in_flight: Option<InFlightGuard>,
 }
 
 impl fmt::Debug for RouteBody {
@@ -125,7 +128,12 @@ impl RouteBody {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
-        Self { inner: body.map_err(Into::into).boxed_unsync(), usage: UsageSlot::new(), hooks: Vec::new() }
+        Self {
+            inner: body.map_err(Into::into).boxed_unsync(),
+            usage: UsageSlot::new(),
+            hooks: Vec::new(),
+            in_flight: None,
+        }
     }
 
     /// An empty body.
@@ -160,7 +168,17 @@ impl RouteBody {
         self.on_end(move |_| drop(guard));
     }
 
+    /// Holds the serving attempt's in-flight count until the body ends (a body that already holds
+    /// one, passing through a nested router, keeps both).
+    pub(crate) fn hold_in_flight(&mut self, guard: InFlightGuard) {
+        match self.in_flight {
+            None => self.in_flight = Some(guard),
+            Some(_) => self.hold(guard),
+        }
+    }
+
     fn finish(&mut self, kind: BodyEndKind) {
+        self.in_flight = None;
         if self.hooks.is_empty() {
             return;
         }

@@ -406,8 +406,8 @@ pub struct Served {
     pub group: Arc<str>,
     /// The deployment that served.
     pub deployment: DeploymentId,
-    /// The provider model that served.
-    pub model: String,
+    /// The provider model that served (shared with the deployment, not copied).
+    pub model: Arc<str>,
     /// Attempts made in the whole call, this one included.
     pub attempts: u32,
     /// Retries made in the group that answered (0 when its first attempt served).

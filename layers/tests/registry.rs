@@ -27,7 +27,7 @@ fn memory() -> Arc<StateStore> {
 async fn route(registry: &Arc<Registry>, model: &str) -> Result<(String, String, String), BoxError> {
     let provider = service_fn(|req: Req| async move {
         let ctx = switchyard_layers::RouteRequest::route_ctx(&req).expect("ctx");
-        let model = ctx.selected.as_ref().expect("selected").model.clone();
+        let model = ctx.selected.as_ref().expect("selected").model.to_string();
         Ok::<_, BoxError>(http::Response::new(RouteBody::from(model)))
     });
     let mut svc = stack(select(registry, &memory(), RoutingStrategy::SimpleShuffle), provider);
@@ -35,8 +35,8 @@ async fn route(registry: &Arc<Registry>, model: &str) -> Result<(String, String,
     let s = served(&resp).clone();
     let sent_with = resp.into_body().collect().await.expect("body").to_bytes();
     let sent_with = String::from_utf8(sent_with.to_vec()).expect("utf-8");
-    assert_eq!(sent_with, s.model, "the provider got the model Served names");
-    Ok((s.deployment.to_string(), s.model, s.group.to_string()))
+    assert_eq!(sent_with, &*s.model, "the provider got the model Served names");
+    Ok((s.deployment.to_string(), s.model.to_string(), s.group.to_string()))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ proptest! {
         let resolved = reg.resolve(&name);
         prop_assert_eq!(resolved.is_ok(), glob(pattern.as_bytes(), name.as_bytes()));
         if let Ok(r) = resolved {
-            prop_assert_eq!(&r.group.deployments()[0].model, &format!("p/{name}"));
+            prop_assert_eq!(r.group.deployments()[0].model.to_string(), format!("p/{name}"));
         }
     }
 }

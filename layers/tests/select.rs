@@ -1099,7 +1099,7 @@ async fn served_names_group_deployment_model_and_attempts() {
     let mut svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle), echo());
     let resp = call(&mut svc, request("gpt-4o")).await.expect("served");
     let s = served(&resp).clone();
-    assert_eq!((&*s.group, s.deployment.as_str(), s.model.as_str()), ("gpt-4o", "eu", "azure/gpt-4o-eu"));
+    assert_eq!((&*s.group, s.deployment.as_str(), &*s.model), ("gpt-4o", "eu", "azure/gpt-4o-eu"));
     assert_eq!((s.attempts, s.hops), (1, 0));
     assert!(s.failed.is_empty());
     let body = resp.into_body().collect().await.expect("body").to_bytes();

@@ -107,7 +107,7 @@ pub struct Deployment {
     /// The model group (`model_name`) this deployment serves.
     pub group: Arc<str>,
     /// The provider model (`litellm_params.model`), e.g. `azure/gpt-4o-eu` or `openai/gpt-4o`.
-    pub model: String,
+    pub model: Arc<str>,
     /// Endpoint base URL.
     pub api_base: Option<String>,
     /// Credential sent upstream; never logged.
@@ -194,7 +194,7 @@ impl fmt::Debug for Deployment {
 
 impl Deployment {
     /// Starts a deployment of `group` served by the provider model `model`.
-    pub fn builder(group: impl Into<Arc<str>>, model: impl Into<String>) -> DeploymentBuilder {
+    pub fn builder(group: impl Into<Arc<str>>, model: impl Into<Arc<str>>) -> DeploymentBuilder {
         DeploymentBuilder::new(group, model)
     }
 
@@ -268,7 +268,7 @@ macro_rules! setters {
 }
 
 impl DeploymentBuilder {
-    fn new(group: impl Into<Arc<str>>, model: impl Into<String>) -> Self {
+    fn new(group: impl Into<Arc<str>>, model: impl Into<Arc<str>>) -> Self {
         Self {
             d: Deployment {
                 id: DeploymentId::new(""),

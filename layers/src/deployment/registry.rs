@@ -385,7 +385,7 @@ impl Registry {
                     .iter()
                     .map(|d| {
                         let mut d = Deployment::clone(d);
-                        d.model = substitute(&d.model, &caps, name);
+                        d.model = substitute(&d.model, &caps, name).into();
                         Arc::new(d)
                     })
                     .collect();

@@ -313,7 +313,7 @@ impl AfterAttempt {
     /// GenAI conventions (`chat gpt-4o-eu`); the field values are only computed when a subscriber
     /// wants the span.
     fn span(&self, ctx: &RouteCtx) -> Span {
-        let model = self.chosen.model.as_str();
+        let model = &*self.chosen.model;
         tracing::info_span!(
             "attempt",
             otel.name = %format_args!("{} {}", crate::semconv::operation(ctx.facts().endpoint), crate::semconv::provider_and_model(model).1),
@@ -350,7 +350,7 @@ impl AfterAttempt {
                     store.local().record_latency(&chosen.id, latency_sample(elapsed, usage_now), elapsed);
                 }
                 let body = resp.body_mut();
-                body.hold(in_flight);
+                body.hold_in_flight(in_flight);
                 let reservation = reservation.map(EstimateGuard::keep);
                 attach_end_of_attempt(body, store.clone(), chosen.clone(), reservation, start, stream);
                 if resp.extensions().get::<Served>().is_none() {

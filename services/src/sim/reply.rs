@@ -50,7 +50,7 @@ impl Attempt {
     /// The model name an upstream reports: the provider model without its provider prefix.
     fn upstream_model(&self) -> &str {
         let model = &self.deployment.model;
-        model.split_once('/').map_or(model.as_str(), |(_, m)| m)
+        model.split_once('/').map_or(&**model, |(_, m)| m)
     }
 
     /// Content chunk `i`: the first names the deployment, each later one is one more token.

@@ -149,7 +149,7 @@ pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Response {
         .map(|(d, used): (&Arc<Deployment>, WindowUsage)| Row {
             id: d.id.to_string(),
             group: d.group.to_string(),
-            model: d.model.clone(),
+            model: d.model.to_string(),
             provider: d.provider().to_owned(),
             api_base: d.api_base.as_deref().map(public_base),
             weight: d.weight,

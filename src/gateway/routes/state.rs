@@ -196,7 +196,7 @@ fn group_view(
             let weight = basis.weight(d);
             DeploymentView {
                 id: d.id.to_string(),
-                model: d.model.clone(),
+                model: d.model.to_string(),
                 provider: d.provider().to_owned(),
                 state,
                 cooldown: CooldownView::new(cooldown, now),
