@@ -8,9 +8,12 @@
 //! Redis backend against the memory store, on a throwaway `redis-server` (started on a free port;
 //! it must be installed, `scripts/test` installs it), for a deployment without limits (no round
 //! trip on the request path) and one with an RPM limit that is never reached (one reservation
-//! round trip per attempt), next to the loopback round trip itself (a raw RESP `PING`). After the
-//! group it prints the round trips per call (from the store's counters over a fixed number of
-//! calls) and the added time per call against the `PING`.
+//! round trip per attempt), next to the loopback round trip itself (a raw RESP `PING`) and the
+//! steps between the two: a `PING` and a trivial script (`return 1`) through the client library
+//! the store uses (redis-rs, its `ConnectionManager`), and the store's reservation called on its
+//! own (`StateStore::try_reserve`, the same script the stack runs). After the group it prints the
+//! round trips per call (from the store's counters over a fixed number of calls), the added time
+//! per call against the `PING`, and where the reservation's time goes.
 //!
 //! ```text
 //! cargo bench --bench stack -- --warm-up-time 1 --measurement-time 3
@@ -152,8 +155,8 @@ mod redis_store {
     use switchyard::{
         RouteBody, Router, RouterService, StateStore,
         layers::{
-            BoxError,
-            state::{RedisConfig, RedisStats},
+            BoxError, DeploymentId,
+            state::{Limits, RedisConfig, RedisStats},
         },
     };
     use tokio::{net::TcpStream, runtime::Runtime};
@@ -339,6 +342,7 @@ mod redis_store {
                 }
             });
         });
+        let steps = steps(&mut group, &rt, &server, &variants[1].redis_store);
         for v in &mut variants {
             v.memory_samples = bench_stack(&mut group, &rt, &format!("memory, {}", v.name), &v.memory, &v.memory_store);
             v.redis_samples = bench_stack(&mut group, &rt, &format!("redis, {}", v.name), &v.redis, &v.redis_store);
@@ -346,6 +350,92 @@ mod redis_store {
         group.finish();
 
         report(&rt, &server, &variants, per_call(&ping_samples));
+        report_steps(&steps, per_call(&ping_samples), per_call(&variants[1].redis_samples), per_call(&variants[1].memory_samples));
+    }
+
+    /// The steps between a raw `PING` and a reservation through the stack, each measured alone.
+    struct Steps {
+        /// `PING` through redis-rs's `ConnectionManager` (what the store talks through).
+        client_ping: Samples,
+        /// `EVALSHA` of `return 1` through the same connection: a script's fixed cost.
+        client_script: Samples,
+        /// `StateStore::try_reserve` on the Redis store: the reservation script, no routing.
+        reserve: Samples,
+    }
+
+    /// Times `op` `iters` times per batch, recording the batches into a fresh [`Samples`].
+    fn bench_op<F, Fut>(group: &mut Group<'_>, rt: &Runtime, name: &str, op: F) -> Samples
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let samples = Samples::default();
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter_custom(|iters| {
+                let (samples, op) = (samples.clone(), &op);
+                async move {
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        op().await;
+                    }
+                    let elapsed = start.elapsed();
+                    samples.borrow_mut().push((iters, elapsed));
+                    elapsed
+                }
+            });
+        });
+        samples
+    }
+
+    fn steps(group: &mut Group<'_>, rt: &Runtime, server: &RedisServer, store: &Arc<StateStore>) -> Steps {
+        let client = redis::Client::open(server.url()).expect("a redis URL");
+        let conn = rt.block_on(redis::aio::ConnectionManager::new(client)).expect("connect with redis-rs");
+        let trivial = redis::Script::new("return 1");
+        let client_ping = bench_op(group, rt, "PING (redis-rs ConnectionManager)", || {
+            let mut conn = conn.clone();
+            async move {
+                let pong: String = redis::cmd("PING").query_async(&mut conn).await.expect("PING");
+                black_box(pong);
+            }
+        });
+        let client_script = bench_op(group, rt, "EVALSHA return 1 (redis-rs ConnectionManager)", || {
+            let (mut conn, trivial) = (conn.clone(), &trivial);
+            async move {
+                let one: i64 = trivial.invoke_async(&mut conn).await.expect("EVALSHA");
+                black_box(one);
+            }
+        });
+        let id = DeploymentId::from("bench-reserve-alone");
+        let limits = Limits { rpm: Some(1_000_000_000_000), tpm: None };
+        let reserve = bench_op(group, rt, "reservation alone (StateStore::try_reserve)", || {
+            let (store, id) = (store.clone(), &id);
+            async move {
+                black_box(store.try_reserve(id, limits, 0).await.expect("a reservation"));
+            }
+        });
+        Steps { client_ping, client_script, reserve }
+    }
+
+    /// Prints each step of the reservation's time as the difference to the step before it.
+    fn report_steps(steps: &Steps, ping: Option<f64>, redis: Option<f64>, memory: Option<f64>) {
+        let rows = [
+            ("raw RESP PING (the round trip)", ping),
+            ("PING through redis-rs", per_call(&steps.client_ping)),
+            ("trivial script through redis-rs", per_call(&steps.client_script)),
+            ("the reservation alone (try_reserve)", per_call(&steps.reserve)),
+            ("the stack with the reservation, minus the stack on the memory store", redis.zip(memory).map(|(r, m)| r - m)),
+        ];
+        println!();
+        println!("Where an RPM-limited attempt's time goes (each step measured alone, same run):");
+        println!("{:<68} {:>11} {:>13} {:>10}", "step", "per call", "over previous", "in PINGs");
+        let mut previous: Option<f64> = None;
+        for (name, t) in rows {
+            let fmt = |t: Option<f64>| t.map_or_else(|| "-".to_owned(), |t| format!("{:.2} µs", t * 1e6));
+            let over = t.zip(previous).map(|(t, p)| t - p);
+            let pings = t.zip(ping).map_or_else(|| "-".to_owned(), |(t, p)| format!("{:.2}", t / p));
+            println!("{name:<68} {:>11} {:>13} {pings:>10}", fmt(t), fmt(over));
+            previous = t.or(previous);
+        }
     }
 
     /// Calls and total server time (µs) of `EVALSHA` (every script the backend runs) from
