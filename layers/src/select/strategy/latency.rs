@@ -45,18 +45,18 @@ impl Strategy for LatencyBased {
         let mut unexplored = 0u32;
         let mut pick_unexplored = None;
         let mut means: Vec<(usize, Option<f64>)> = Vec::with_capacity(n);
+        let now = tokio::time::Instant::now();
         for i in 0..n {
             if !s.under_limits(i) {
                 continue;
             }
-            let id = &s.candidates[i].id;
-            let m = s.local.mean_latency(id, ttft);
+            let (m, in_flight) = s.local.latency_at(&s.candidates[i].id, ttft, now);
             match m {
                 Some(v) => {
                     seen_sum += v;
                     seen_n += 1;
                 }
-                None if s.local.in_flight(id) == 0 => {
+                None if in_flight == 0 => {
                     unexplored += 1;
                     if rng.random_range(0..unexplored) == 0 {
                         pick_unexplored = Some(i);
