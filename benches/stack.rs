@@ -350,7 +350,12 @@ mod redis_store {
         group.finish();
 
         report(&rt, &server, &variants, per_call(&ping_samples));
-        report_steps(&steps, per_call(&ping_samples), per_call(&variants[1].redis_samples), per_call(&variants[1].memory_samples));
+        report_steps(
+            &steps,
+            per_call(&ping_samples),
+            per_call(&variants[1].redis_samples),
+            per_call(&variants[1].memory_samples),
+        );
     }
 
     /// The steps between a raw `PING` and a reservation through the stack, each measured alone.
@@ -423,7 +428,10 @@ mod redis_store {
             ("PING through redis-rs", per_call(&steps.client_ping)),
             ("trivial script through redis-rs", per_call(&steps.client_script)),
             ("the reservation alone (try_reserve)", per_call(&steps.reserve)),
-            ("the stack with the reservation, minus the stack on the memory store", redis.zip(memory).map(|(r, m)| r - m)),
+            (
+                "the stack with the reservation, minus the stack on the memory store",
+                redis.zip(memory).map(|(r, m)| r - m),
+            ),
         ];
         println!();
         println!("Where an RPM-limited attempt's time goes (each step measured alone, same run):");

@@ -348,10 +348,7 @@ impl RouteCtx {
     ///
     /// Resolution uses `registry`; the candidates are the group's unblocked deployments minus the
     /// excluded ones.
-    pub fn resolve_candidates(
-        &mut self,
-        registry: &crate::Registry,
-    ) -> Result<&mut Candidates, crate::RouteError> {
+    pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Candidates, crate::RouteError> {
         if self.group.is_none() {
             let resolved = registry.resolve(&self.target)?;
             self.group = Some(resolved.group);

@@ -7,7 +7,6 @@
 //! exclusion of a failed deployment this fails over tier by tier inside the group, and never
 //! picks the failed primary again in the same call.
 
-
 use crate::Candidates;
 
 /// Keeps the lowest tier.

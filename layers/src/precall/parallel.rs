@@ -29,11 +29,7 @@ pub(crate) fn any_limit(list: &[Arc<Deployment>], default: Option<u32>) -> bool 
 }
 
 /// Drops the candidates with `limit` requests in flight on this replica; returns them.
-pub(crate) fn filter(
-    local: &LocalState,
-    list: &mut Candidates,
-    default: Option<u32>,
-) -> Vec<Arc<Deployment>> {
+pub(crate) fn filter(local: &LocalState, list: &mut Candidates, default: Option<u32>) -> Vec<Arc<Deployment>> {
     let mut full = Vec::new();
     list.retain(|d| {
         let Some(limit) = limit(d, default) else { return true };

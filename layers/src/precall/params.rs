@@ -7,7 +7,6 @@
 //! rule is the same for both parameters and does not depend on `drop_params` (Switchyard never
 //! drops parameters from the body).
 
-
 use crate::{BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind};
 
 /// The declared support of `d` for `param`; `None` when not declared (or not a checked param).

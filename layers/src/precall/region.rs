@@ -8,7 +8,6 @@
 //! (`us-east-1`, `eastus2`, `centralus`). A deployment that declares no region is dropped when
 //! the request asks for one: its data may be anywhere.
 
-
 use crate::{BoxError, Candidates, Group, RouteError, RouteErrorKind};
 
 const EU_NAMES: [&str; 10] =

@@ -12,7 +12,9 @@ use super::{
     PreCallConfig, PreCallLayer, affinity, budget, context, future::ResponseFuture, limits, order, parallel, params,
     region, tags,
 };
-use crate::{BoxError, Candidates, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
+use crate::{
+    BoxError, Candidates, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served,
+};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].

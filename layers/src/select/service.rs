@@ -12,9 +12,8 @@ use tracing::{Instrument, Span, field};
 
 use super::{SelectLayer, future::ResponseFuture, strategy::Selection};
 use crate::{
-    Candidates,
-    AttemptRecord, BoxError, CallTrail, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served,
+    AttemptRecord, BoxError, CallTrail, Candidates, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind,
+    RouteRequest, Served,
     body::BodyEndKind,
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
