@@ -338,15 +338,16 @@ impl AfterAttempt {
         span: &Span,
     ) -> Result<http::Response<RouteBody>, BoxError> {
         let AfterAttempt { store, group, chosen, reservation, in_flight, attempt, stream, hops, trail, start } = self;
-        let elapsed = start.elapsed();
+        let now = Instant::now();
+        let elapsed = now.saturating_duration_since(start);
         match result {
             Ok(mut resp) => {
                 span.record("switchyard.outcome", "success");
                 let usage_now = resp.body().usage();
                 if stream {
-                    store.local().record_ttft(&chosen.id, elapsed);
+                    store.local().record_ttft_held(&in_flight, elapsed, now);
                 } else {
-                    store.local().record_latency(&chosen.id, latency_sample(elapsed, usage_now), elapsed);
+                    store.local().record_latency_held(&in_flight, latency_sample(elapsed, usage_now), elapsed, now);
                 }
                 let body = resp.body_mut();
                 body.hold_in_flight(in_flight);
@@ -388,7 +389,7 @@ impl AfterAttempt {
                         store.local().penalize(&chosen.id, wait);
                     }
                     crate::Outcome::Timeout => {
-                        store.local().record_latency(&chosen.id, elapsed.as_secs_f64(), elapsed);
+                        store.local().record_latency_held(&in_flight, elapsed.as_secs_f64(), elapsed, now);
                     }
                     _ => {}
                 }

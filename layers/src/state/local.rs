@@ -120,6 +120,13 @@ impl Drop for SlotWatch {
     }
 }
 
+/// Which series a sample goes to: a latency (seconds, per completion token when known) or the
+/// round trip itself as a time to first token.
+enum Sample {
+    Latency(f64),
+    Ttft,
+}
+
 fn push_bounded(q: &mut VecDeque<(Instant, f64)>, max: usize, sample: (Instant, f64)) {
     while q.len() >= max.max(1) {
         q.pop_front();
@@ -192,20 +199,32 @@ impl LocalState {
     /// Records a latency sample (seconds; per completion token when known) and, for peak-EWMA,
     /// the raw round trip.
     pub fn record_latency(&self, id: &DeploymentId, sample: f64, rtt: Duration) {
-        let now = Instant::now();
-        let stats = self.stats(id);
-        let mut s = stats.samples.lock();
-        push_bounded(&mut s.latency, self.config.max_samples, (now, sample));
-        self.update_ewma(&mut s, now, rtt.as_secs_f64());
+        self.record(&self.stats(id), Sample::Latency(sample), rtt, Instant::now());
     }
 
     /// Records a time-to-first-token sample (seconds).
     pub fn record_ttft(&self, id: &DeploymentId, ttft: Duration) {
-        let now = Instant::now();
-        let stats = self.stats(id);
+        self.record(&self.stats(id), Sample::Ttft, ttft, Instant::now());
+    }
+
+    /// [`LocalState::record_latency`] for the attempt holding `guard`, at `now` (the attempt's own
+    /// clock reading): no lookup of the deployment.
+    pub(crate) fn record_latency_held(&self, guard: &InFlightGuard, sample: f64, rtt: Duration, now: Instant) {
+        self.record(&guard.stats, Sample::Latency(sample), rtt, now);
+    }
+
+    /// [`LocalState::record_ttft`] for the attempt holding `guard`, at `now`.
+    pub(crate) fn record_ttft_held(&self, guard: &InFlightGuard, ttft: Duration, now: Instant) {
+        self.record(&guard.stats, Sample::Ttft, ttft, now);
+    }
+
+    fn record(&self, stats: &Stats, sample: Sample, rtt: Duration, now: Instant) {
         let mut s = stats.samples.lock();
-        push_bounded(&mut s.ttft, self.config.max_samples, (now, ttft.as_secs_f64()));
-        self.update_ewma(&mut s, now, ttft.as_secs_f64());
+        match sample {
+            Sample::Latency(v) => push_bounded(&mut s.latency, self.config.max_samples, (now, v)),
+            Sample::Ttft => push_bounded(&mut s.ttft, self.config.max_samples, (now, rtt.as_secs_f64())),
+        }
+        self.update_ewma(&mut s, now, rtt.as_secs_f64());
     }
 
     fn update_ewma(&self, s: &mut Samples, now: Instant, rtt: f64) {
