@@ -26,10 +26,47 @@ pub struct Candidates(Repr);
 
 #[derive(Clone)]
 enum Repr {
-    /// Shared with the group (and every call that has not filtered it).
-    Shared(Arc<[Arc<Deployment>]>),
+    /// Shared with the group (and every call that has not filtered it), with what it declares.
+    Shared(Arc<[Arc<Deployment>]>, Declared),
     /// This call's own copy.
     Owned(Vec<Arc<Deployment>>),
+}
+
+/// What a list of deployments declares, for the checks that only run when some deployment needs
+/// them. Read once per group for a shared list, by one pass over the list otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Declared {
+    /// Some deployment has a context window (`max_input_tokens`).
+    pub(crate) window: bool,
+    /// Some deployment has a TPM limit.
+    pub(crate) tpm: bool,
+    /// Some deployment has an RPM or a TPM limit.
+    pub(crate) rate_limit: bool,
+    /// Some deployment has its own budget (`max_budget` with `budget_duration`).
+    pub(crate) own_budget: bool,
+    /// Some deployment has `max_parallel_requests`.
+    pub(crate) parallel: bool,
+    /// The deployments are in more than one `order` tier (a deployment without one is a tier).
+    pub(crate) tiers: bool,
+    /// Some deployment is blocked.
+    pub(crate) blocked: bool,
+}
+
+impl Declared {
+    pub(crate) fn of(list: &[Arc<Deployment>]) -> Self {
+        let mut d = Self::default();
+        let first_order = list.first().map(|x| x.order);
+        for x in list {
+            d.window |= x.max_input_tokens.is_some();
+            d.tpm |= x.tpm.is_some();
+            d.rate_limit |= x.rpm.is_some() || x.tpm.is_some();
+            d.own_budget |= x.max_budget.is_some() && x.budget_duration.is_some();
+            d.parallel |= x.max_parallel_requests.is_some();
+            d.tiers |= Some(x.order) != first_order;
+            d.blocked |= x.blocked;
+        }
+        d
+    }
 }
 
 impl Candidates {
@@ -40,7 +77,22 @@ impl Candidates {
 
     /// A list shared with its owner until it is changed.
     pub fn shared(list: Arc<[Arc<Deployment>]>) -> Self {
-        Self(Repr::Shared(list))
+        let declared = Declared::of(&list);
+        Self(Repr::Shared(list, declared))
+    }
+
+    /// A shared list whose [`Declared`] summary is already known (a group's).
+    pub(crate) fn shared_declared(list: Arc<[Arc<Deployment>]>, declared: Declared) -> Self {
+        Self(Repr::Shared(list, declared))
+    }
+
+    /// What the deployments declare: the group's summary while the list is shared, one pass
+    /// over the list once a layer changed it.
+    pub(crate) fn declared(&self) -> Declared {
+        match &self.0 {
+            Repr::Shared(_, declared) => *declared,
+            Repr::Owned(list) => Declared::of(list),
+        }
     }
 
     /// Keeps the deployments for which `keep` returns `true`, in order. `keep` is called exactly
@@ -48,7 +100,7 @@ impl Candidates {
     pub fn retain(&mut self, mut keep: impl FnMut(&Arc<Deployment>) -> bool) {
         match &mut self.0 {
             Repr::Owned(list) => list.retain(|d| keep(d)),
-            Repr::Shared(list) => {
+            Repr::Shared(list, _) => {
                 let Some(first_dropped) = list.iter().position(|d| !keep(d)) else { return };
                 let mut owned = Vec::with_capacity(list.len() - 1);
                 owned.extend(list[..first_dropped].iter().cloned());
@@ -69,18 +121,18 @@ impl Candidates {
 
     /// This call's own copy of the list, made on first use.
     pub fn make_mut(&mut self) -> &mut Vec<Arc<Deployment>> {
-        if let Repr::Shared(list) = &self.0 {
+        if let Repr::Shared(list, _) = &self.0 {
             self.0 = Repr::Owned(list.to_vec());
         }
         match &mut self.0 {
             Repr::Owned(list) => list,
-            Repr::Shared(_) => unreachable!("made owned above"),
+            Repr::Shared(..) => unreachable!("made owned above"),
         }
     }
 
     /// Whether this is still the list it was created from, unchanged (no copy was made).
     pub fn is_shared(&self) -> bool {
-        matches!(self.0, Repr::Shared(_))
+        matches!(self.0, Repr::Shared(..))
     }
 }
 
@@ -95,7 +147,7 @@ impl Deref for Candidates {
 
     fn deref(&self) -> &Self::Target {
         match &self.0 {
-            Repr::Shared(list) => list,
+            Repr::Shared(list, _) => list,
             Repr::Owned(list) => list,
         }
     }
@@ -168,6 +220,20 @@ mod tests {
         assert!(!c.is_shared());
         // The group's list is untouched.
         assert_eq!(group.len(), 4);
+    }
+
+    #[test]
+    fn declared_is_the_groups_while_shared_and_read_again_once_changed() {
+        let plain = Arc::new(Deployment::builder("g", "openai/m").id("plain").build().expect("valid"));
+        let limited =
+            Arc::new(Deployment::builder("g", "openai/m").id("limited").tpm(100).order(2).build().expect("valid"));
+        let list: Arc<[Arc<Deployment>]> = vec![plain, limited].into();
+        let mut c = Candidates::shared(list);
+        let d = c.declared();
+        assert!(d.tpm && d.rate_limit && d.tiers);
+        assert!(!d.window && !d.parallel && !d.own_budget && !d.blocked);
+        c.retain(|d| d.id.as_str() == "plain");
+        assert_eq!(c.declared(), Declared::default(), "the limited one is gone: nothing is declared");
     }
 
     #[test]

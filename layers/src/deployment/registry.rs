@@ -5,6 +5,7 @@ use parking_lot::Mutex;
 
 use super::{
     Candidates, Deployment, DeploymentId,
+    candidates::Declared,
     pattern::{Pattern, substitute},
 };
 use crate::RouteError;
@@ -57,6 +58,8 @@ pub struct Group {
     deployments: Arc<[Arc<Deployment>]>,
     /// The deployments that can serve (not blocked): every call starts from this one list.
     serving: Arc<[Arc<Deployment>]>,
+    /// What `serving` declares, read once.
+    declared: Declared,
     weight_basis: WeightBasis,
 }
 
@@ -68,7 +71,8 @@ impl Group {
         } else {
             deployments.clone()
         };
-        Self { name, deployments, serving, weight_basis }
+        let declared = Declared::of(&serving);
+        Self { name, deployments, serving, declared, weight_basis }
     }
 
     /// The group's name (for a wildcard match, the pattern, e.g. `openai/*`).
@@ -89,7 +93,7 @@ impl Group {
     /// The deployments that may serve a first attempt: all but the blocked ones, shared with the
     /// group until a layer removes one (no per-call copy).
     pub fn candidates(&self) -> Candidates {
-        Candidates::shared(self.serving.clone())
+        Candidates::shared_declared(self.serving.clone(), self.declared)
     }
 }
 

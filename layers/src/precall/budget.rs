@@ -103,10 +103,9 @@ fn budgets_of(config: &BudgetConfig, d: &Deployment) -> Vec<(String, Budget, Str
 }
 
 /// Whether a budget applies to some candidate.
-pub(crate) fn any_budget(config: &BudgetConfig, list: &[Arc<Deployment>]) -> bool {
+pub(crate) fn any_budget(config: &BudgetConfig, list: &[Arc<Deployment>], any_own: bool) -> bool {
     // Without provider budgets, skip parsing each deployment's provider out of its model name.
-    let providers = !config.providers.is_empty();
-    list.iter().any(|d| own_budget(d).is_some() || (providers && config.provider_budget(d.provider()).is_some()))
+    any_own || (!config.providers.is_empty() && list.iter().any(|d| config.provider_budget(d.provider()).is_some()))
 }
 
 /// One budget found spent: who, how much, and when it resets.

@@ -39,11 +39,6 @@ pub(crate) fn tokenizer_for(list: &[Arc<Deployment>]) -> Tokenizer {
         .map_or(Tokenizer::Estimate, |d| Tokenizer::for_model(&d.model))
 }
 
-/// Whether some candidate declares a context window.
-pub(crate) fn any_window(list: &[Arc<Deployment>]) -> bool {
-    list.iter().any(|d| d.max_input_tokens.is_some())
-}
-
 /// Drops the deployments whose `max_input_tokens` is below `tokens`; returns the largest window
 /// it dropped (for the error message).
 pub(crate) fn filter(list: &mut Candidates, tokens: u64) -> Option<u32> {

@@ -21,16 +21,6 @@ fn limited(d: &Deployment) -> bool {
     d.rpm.is_some() || d.tpm.is_some()
 }
 
-/// Whether some candidate declares an RPM or TPM limit.
-pub(crate) fn any_limit(list: &[Arc<Deployment>]) -> bool {
-    list.iter().any(|d| limited(d))
-}
-
-/// Whether some candidate declares a TPM limit (which needs the input-token estimate).
-pub(crate) fn any_tpm(list: &[Arc<Deployment>]) -> bool {
-    list.iter().any(|d| d.tpm.is_some())
-}
-
 /// Drops the candidates whose window has no room for one more request of `tokens`
 /// (`requests >= rpm`, or `tokens_used + tokens > tpm`); returns the dropped ones.
 pub(crate) async fn filter(

@@ -23,11 +23,6 @@ pub(crate) fn limit(d: &Deployment, default: Option<u32>) -> Option<u64> {
     d.max_parallel_requests.or(default).map(u64::from)
 }
 
-/// Whether some candidate has a parallel-request limit.
-pub(crate) fn any_limit(list: &[Arc<Deployment>], default: Option<u32>) -> bool {
-    default.is_some() || list.iter().any(|d| d.max_parallel_requests.is_some())
-}
-
 /// Drops the candidates with `limit` requests in flight on this replica; returns them.
 pub(crate) fn filter(local: &LocalState, list: &mut Candidates, default: Option<u32>) -> Vec<Arc<Deployment>> {
     let mut full = Vec::new();

@@ -12,9 +12,7 @@ use super::{
     PreCallConfig, PreCallLayer, affinity, budget, context, future::ResponseFuture, limits, order, parallel, params,
     region, tags,
 };
-use crate::{
-    BoxError, Candidates, Deployment, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served,
-};
+use crate::{BoxError, Candidates, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
@@ -88,12 +86,13 @@ where
 /// Whether a check may wait on `list` (a superset of the candidates the checks see, as they only
 /// remove): a store read for limits or budgets, a token count, a wait for a parallel slot, or
 /// affinity. Only then do the checks run in a boxed future.
-fn may_wait(config: &PreCallConfig, list: &[Arc<Deployment>]) -> bool {
+fn may_wait(config: &PreCallConfig, list: &Candidates) -> bool {
+    let declared = list.declared();
     config.affinity.is_some()
         || config.wait_for_parallel_slot.is_some()
-        || context::any_window(list)
-        || limits::any_limit(list)
-        || budget::any_budget(&config.budgets, list)
+        || declared.window
+        || declared.rate_limit
+        || budget::any_budget(&config.budgets, list, declared.own_budget)
 }
 
 /// What the layer does once the attempt is served.
@@ -146,9 +145,11 @@ async fn filter(
 
     // 1. Blocked deployments (the registry's candidates exclude them already; an outer layer's
     //    list may not).
-    list.retain(|d| !d.blocked);
-    if list.is_empty() {
-        return Err(no_candidates(group, "every deployment is blocked"));
+    if list.declared().blocked {
+        list.retain(|d| !d.blocked);
+        if list.is_empty() {
+            return Err(no_candidates(group, "every deployment is blocked"));
+        }
     }
 
     // 2. Tags.
@@ -179,8 +180,9 @@ async fn filter(
 
     // 5. Context window. The input-token count is made once per request, and only when a check
     //    needs it: a declared window here, or a TPM limit below.
-    let needs_window = config.context_window && context::any_window(list);
-    let tokens = if needs_window || limits::any_tpm(list) {
+    let declared = list.declared();
+    let needs_window = config.context_window && declared.window;
+    let tokens = if needs_window || declared.tpm {
         context::input_tokens(facts, context::tokenizer_for(list), config.offload_counting_above).await
     } else {
         facts.input_tokens.get().copied()
@@ -195,7 +197,7 @@ async fn filter(
 
     // 6. RPM / TPM: one usage read; the select layer reserves one request and `tokens`.
     ctx.reserve_tokens = tokens;
-    if limits::any_limit(list) {
+    if list.declared().rate_limit {
         let full = limits::filter(&shared.store, list, tokens).await?;
         if list.is_empty() {
             return Err(limits::all_limited(&shared.store, group, &full, tokens).await?);
@@ -204,7 +206,7 @@ async fn filter(
 
     // 7. Budgets: one spend read for the keys the candidates need; the served attempt's cost is
     //    added when its body ends.
-    if budget::any_budget(&config.budgets, list) {
+    if budget::any_budget(&config.budgets, list, list.declared().own_budget) {
         let dropped = budget::filter(&shared.store, &config.budgets, list).await?;
         if list.is_empty() {
             return Err(budget::exceeded(group, &dropped));
@@ -214,7 +216,7 @@ async fn filter(
 
     // 8. Parallel requests, per replica; the select layer takes the slot.
     let default = config.default_max_parallel_requests;
-    if parallel::any_limit(list, default) {
+    if default.is_some() || list.declared().parallel {
         let full = parallel::filter(shared.store.local(), list, default);
         if list.is_empty() {
             let Some(max) = config.wait_for_parallel_slot else {
@@ -230,7 +232,7 @@ async fn filter(
     }
 
     // 9. Order tiers: a tier emptied by the checks above gives way to the next one.
-    if config.order {
+    if config.order && list.declared().tiers {
         order::filter(list);
     }
 

@@ -77,7 +77,7 @@ where
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_ctx()) };
         let limited = match ctx.resolve_candidates(&self.shared.registry) {
-            Ok(candidates) => candidates.iter().any(|d| d.rpm.is_some() || d.tpm.is_some()),
+            Ok(candidates) => candidates.declared().rate_limit,
             Err(e) => return ResponseFuture::failed(e.into()),
         };
         let group = ctx.group.as_ref().expect("resolved with the candidates");
