@@ -197,12 +197,22 @@ pub struct AttemptRecord {
     pub message: Option<String>,
 }
 
-/// Shared by every clone of one request, so a retry replaying a stored clone still sees the
-/// attempts made so far.
-#[derive(Debug, Default)]
+/// Shared by every clone of one request (one reference count per copy): what the caller asked
+/// for, and the attempts made so far, so a retry replaying a stored clone still sees them.
 struct CallState {
+    requested: Arc<str>,
+    facts: RequestFacts,
     attempts: AtomicU32,
     trail: Mutex<Vec<AttemptRecord>>,
+}
+
+impl fmt::Debug for CallState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallState")
+            .field("attempts", &self.attempts)
+            .field("trail", &self.trail.lock().len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Longest message kept in a trail record.
@@ -217,7 +227,6 @@ const TRAIL_MAX: usize = 64;
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct RouteCtx {
-    requested: Arc<str>,
     /// The name this hop routes to: the requested name, then each fallback group.
     target: Arc<str>,
     /// The resolved group of the current hop; `None` until a layer resolves the requested name.
@@ -240,14 +249,14 @@ pub struct RouteCtx {
     /// `default_max_parallel_requests`, recorded by the pre-call layer); the select layer takes
     /// the slot on the chosen deployment.
     pub default_max_parallel_requests: Option<u32>,
-    facts: Arc<RequestFacts>,
+    /// The requested name, the facts, the attempt counter and the trail.
     call: Arc<CallState>,
 }
 
 impl fmt::Debug for RouteCtx {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RouteCtx")
-            .field("requested", &self.requested)
+            .field("requested", &self.call.requested)
             .field("target", &self.target)
             .field("group", &self.group.as_ref().map(|g| g.name()))
             .field("candidates", &self.candidates)
@@ -255,7 +264,7 @@ impl fmt::Debug for RouteCtx {
             .field("selected", &self.selected.as_ref().map(|d| &d.id))
             .field("hop", &self.hop)
             .field("attempts", &self.attempts())
-            .field("facts", &self.facts)
+            .field("facts", &self.call.facts)
             .finish()
     }
 }
@@ -271,7 +280,6 @@ impl RouteCtx {
         let requested: Arc<str> = model.into();
         Self {
             target: requested.clone(),
-            requested,
             group: None,
             alias: None,
             candidates: None,
@@ -281,14 +289,13 @@ impl RouteCtx {
             deadline: None,
             reserve_tokens: 0,
             default_max_parallel_requests: None,
-            facts: Arc::new(facts),
-            call: Arc::default(),
+            call: Arc::new(CallState { requested, facts, attempts: AtomicU32::new(0), trail: Mutex::new(Vec::new()) }),
         }
     }
 
     /// The name the caller asked for.
     pub fn requested(&self) -> &str {
-        &self.requested
+        &self.call.requested
     }
 
     /// The name the current hop routes to: the requested name, or the fallback group of a hop.
@@ -316,7 +323,7 @@ impl RouteCtx {
 
     /// The request facts.
     pub fn facts(&self) -> &RequestFacts {
-        &self.facts
+        &self.call.facts
     }
 
     /// Attempts started so far in this call (across retries and hops).
