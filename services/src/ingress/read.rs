@@ -1,6 +1,8 @@
 //! Reading one HTTP request into a routable one: method, endpoint, content type, bounded body,
 //! and the OpenAI JSON parsed once.
 
+use std::{pin::Pin, time::Duration};
+
 use bytes::Bytes;
 use http::{HeaderMap, Method, header};
 use http_body::Body;
@@ -26,15 +28,15 @@ where
     B::Error: Into<BoxError>,
 {
     let (mut parts, body) = req.into_parts();
-    if parts.method != Method::POST {
-        return Err(IngressError::method_not_allowed(&parts.method).into());
-    }
-    let path = parts.uri.path();
-    let Some(endpoint) = config.endpoint.or_else(|| endpoint_of(path)) else {
-        return Err(IngressError::unknown_endpoint(path).into());
+    let mut body = std::pin::pin!(body);
+    let endpoint = match check_head(&parts, config) {
+        Ok(endpoint) => endpoint,
+        Err(e) => {
+            drain(body.as_mut()).await;
+            return Err(e.into());
+        }
     };
-    let azure_deployment = azure_deployment(path).map(str::to_owned);
-    check_content_type(&parts.headers)?;
+    let azure_deployment = azure_deployment(parts.uri.path()).map(str::to_owned);
     let mut body = read_body(body, config.max_body_bytes).await?;
 
     let mut read = read_facts(&body, endpoint);
@@ -122,18 +124,63 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), IngressError> {
     if json { Ok(()) } else { Err(IngressError::unsupported_media_type(&text)) }
 }
 
+/// The method, endpoint and content type, checked before the body is read.
+fn check_head(parts: &http::request::Parts, config: ReadConfig) -> Result<Endpoint, IngressError> {
+    if parts.method != Method::POST {
+        return Err(IngressError::method_not_allowed(&parts.method));
+    }
+    let path = parts.uri.path();
+    let endpoint = config.endpoint.or_else(|| endpoint_of(path)).ok_or_else(|| IngressError::unknown_endpoint(path))?;
+    check_content_type(&parts.headers)?;
+    Ok(endpoint)
+}
+
+/// Request body a refusal still reads and throws away, past what it already read, so that a
+/// client still sending its body receives the answer instead of a connection reset (hyper closes
+/// a connection whose request body was not read; Go's `net/http` discards up to 256 KiB the same
+/// way). A larger body is refused without it: the client gets the reset.
+const DRAIN_MAX_BYTES: u64 = 256 << 10;
+/// Longest a refusal waits for the rest of a body it drains.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Reads and discards what is left of `body` when the length it still announces is within
+/// [`DRAIN_MAX_BYTES`] (or unknown), for at most that many bytes and [`DRAIN_TIMEOUT`].
+async fn drain<B>(mut body: Pin<&mut B>)
+where
+    B: Body<Data = Bytes>,
+{
+    if body.size_hint().lower() > DRAIN_MAX_BYTES {
+        return;
+    }
+    let discard = async {
+        let mut read = 0u64;
+        while read <= DRAIN_MAX_BYTES {
+            match body.as_mut().frame().await {
+                Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len() as u64),
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, discard).await;
+}
+
 /// The whole body, refused past `limit` bytes (before reading when its length is announced).
-async fn read_body<B>(body: B, limit: usize) -> Result<Bytes, IngressError>
+async fn read_body<B>(mut body: Pin<&mut B>, limit: usize) -> Result<Bytes, IngressError>
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
 {
-    if body.size_hint().lower() > u64::try_from(limit).unwrap_or(u64::MAX) {
+    let limit_bytes = u64::try_from(limit).unwrap_or(u64::MAX);
+    if body.size_hint().lower() > limit_bytes {
+        drain(body).await;
         return Err(IngressError::body_too_large(limit));
     }
-    match Limited::new(body, limit).collect().await {
+    match Limited::new(body.as_mut(), limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err(IngressError::body_too_large(limit)),
+        Err(e) if e.is::<LengthLimitError>() => {
+            drain(body).await;
+            Err(IngressError::body_too_large(limit))
+        }
         Err(e) => Err(IngressError::body_read(e)),
     }
 }
