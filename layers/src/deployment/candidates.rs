@@ -130,7 +130,8 @@ impl Candidates {
         }
     }
 
-    /// Whether this is still the list it was created from, unchanged (no copy was made).
+    /// Whether the list is still shared with its owner (created by [`Candidates::shared`] and not
+    /// changed since, so no copy was made).
     pub fn is_shared(&self) -> bool {
         matches!(self.0, Repr::Shared(..))
     }
