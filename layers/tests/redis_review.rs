@@ -365,3 +365,32 @@ async fn the_resync_repairs_a_mirror_whatever_the_revisions() {
     let seen = wait_state(&a, &d, Duration::from_secs(2), |s| *s == CooldownState::Available).await;
     assert!(seen.is_some(), "a never saw the clear, not even through ten resyncs");
 }
+
+/// A window whose expiring ticks hold no tokens (RPM-only reservations) or no failures (an
+/// outcome window of successes) subtracts zero from its totals. Lua writes `-0` for that, which
+/// `HINCRBY` refuses: under steady traffic (older ticks expire while newer ones stay) every script
+/// on the window failed from the first expiry on, and the store answered from local state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_expire_ticks_that_hold_zero() {
+    let server = RedisServer::start();
+    let mut sc = StoreConfig::default();
+    sc.usage_window = Duration::from_millis(30);
+    sc.outcome_window = Duration::from_millis(30);
+    sc.resolution = Duration::from_millis(5);
+    let redis = connected(config(&server.url(), &namespace("zero")), sc).await;
+    let d = id("zero");
+    let limits = Limits { rpm: Some(1_000), tpm: None };
+    // Three windows of steady traffic, a call every 5 ms: from the seventh on, each script prunes
+    // expired ticks while newer ones stay, and their token and failure counts are 0.
+    for _ in 0..18 {
+        let Admission::Admitted(_) = redis.try_reserve(&d, limits, 0).await.unwrap() else {
+            panic!("far below the RPM limit")
+        };
+        redis.record_outcome(&d, true).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let stats = redis.redis_stats().unwrap();
+    assert_eq!((stats.errors, stats.degradations), (0, 0), "{stats:?}");
+    let usage = redis.usage(std::slice::from_ref(&d)).await.unwrap().remove(0);
+    assert!((1..=7).contains(&usage.requests), "the shared window holds the last 30 ms only: {usage:?}");
+}

@@ -31,8 +31,13 @@ local function win_prune(zk, hk, cut)
     redis.call('DEL', hk)
     return
   end
-  redis.call('HINCRBY', hk, 'a', -da)
-  redis.call('HINCRBY', hk, 'b', -db)
+  -- Only non-zero deltas: Lua writes the negative of 0 as `-0`, which HINCRBY refuses.
+  if da ~= 0 then
+    redis.call('HINCRBY', hk, 'a', fmt(-da))
+  end
+  if db ~= 0 then
+    redis.call('HINCRBY', hk, 'b', fmt(-db))
+  end
   redis.call('HSET', hk, 'o', oldest[1])
 end
 
