@@ -356,6 +356,89 @@ mod redis_store {
             per_call(&variants[1].redis_samples),
             per_call(&variants[1].memory_samples),
         );
+        interleaved(&rt, &server, &conn, &variants[1]);
+    }
+
+    /// Rounds of the interleaved measurement (a benchmark run, and test mode).
+    const ROUNDS: usize = 20_000;
+    const ROUNDS_TEST: usize = 10;
+
+    /// One call of each step per round, the order rotated every round, each call timed alone: the
+    /// steps see the same machine state (a VM's wake-up latency drifts by tens of µs between
+    /// benchmarks measured seconds apart), so their medians compare where separate benchmarks'
+    /// means do not.
+    fn interleaved(rt: &Runtime, server: &RedisServer, conn: &TcpStream, v: &Variant) {
+        let rounds = if measuring() { ROUNDS } else { ROUNDS_TEST };
+        let client = redis::Client::open(server.url()).expect("a redis URL");
+        let manager = rt.block_on(redis::aio::ConnectionManager::new(client)).expect("connect with redis-rs");
+        let trivial = redis::Script::new("return 1");
+        let id = DeploymentId::from("bench-reserve-interleaved");
+        let limits = Limits { rpm: Some(1_000_000_000_000), tpm: None };
+        const STEPS: [&str; 6] = [
+            "raw RESP PING (the round trip)",
+            "PING through redis-rs",
+            "trivial script through redis-rs",
+            "the reservation alone (try_reserve)",
+            "stack, Redis store, RPM limit",
+            "stack, memory store, RPM limit",
+        ];
+        let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(rounds); STEPS.len()];
+        rt.block_on(async {
+            for round in 0..rounds {
+                for k in 0..STEPS.len() {
+                    let step = (round + k) % STEPS.len();
+                    let start = Instant::now();
+                    match step {
+                        0 => ping(conn).await,
+                        1 => {
+                            let pong: String =
+                                redis::cmd("PING").query_async(&mut manager.clone()).await.expect("PING");
+                            black_box(pong);
+                        }
+                        2 => {
+                            let one: i64 = trivial.invoke_async(&mut manager.clone()).await.expect("EVALSHA");
+                            black_box(one);
+                        }
+                        3 => {
+                            black_box(v.redis_store.try_reserve(&id, limits, 0).await.expect("a reservation"));
+                        }
+                        4 => {
+                            black_box(v.redis.clone().oneshot(request()).await.expect("ok"));
+                        }
+                        _ => {
+                            black_box(v.memory.clone().oneshot(request()).await.expect("ok"));
+                        }
+                    }
+                    times[step].push(start.elapsed());
+                }
+                if (round + 1) % CHUNK as usize == 0 {
+                    v.redis_store.flush().await;
+                    v.memory_store.flush().await;
+                }
+            }
+        });
+        for t in &mut times {
+            t.sort_unstable();
+        }
+        let at = |t: &[Duration], q: f64| t[((t.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
+        let ping = at(&times[0], 0.5);
+        println!();
+        println!("Interleaved: {rounds} rounds, one call of each step per round (order rotated), each timed alone");
+        println!("{:<40} {:>10} {:>10} {:>10} {:>10}", "step", "p10 µs", "p50 µs", "p90 µs", "p50/PING");
+        for (name, t) in STEPS.iter().zip(&times) {
+            println!(
+                "{name:<40} {:>10.2} {:>10.2} {:>10.2} {:>10.2}",
+                at(t, 0.1),
+                at(t, 0.5),
+                at(t, 0.9),
+                at(t, 0.5) / ping
+            );
+        }
+        let added = at(&times[4], 0.5) - at(&times[5], 0.5);
+        println!(
+            "added per RPM-limited attempt (p50 Redis stack - p50 memory stack): {added:.2} µs = {:.2} PINGs",
+            added / ping
+        );
     }
 
     /// The steps between a raw `PING` and a reservation through the stack, each measured alone.
