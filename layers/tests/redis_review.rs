@@ -394,3 +394,57 @@ async fn windows_expire_ticks_that_hold_zero() {
     let usage = redis.usage(std::slice::from_ref(&d)).await.unwrap().remove(0);
     assert!((1..=7).contains(&usage.requests), "the shared window holds the last 30 ms only: {usage:?}");
 }
+
+/// The shared window against the memory window over many ticks: a prune that drops more ticks
+/// than one batch reads (8), a wait that walks more ticks than one batch (16), and the keys' TTL,
+/// set again only once a quarter window has passed, never shorter than the window while events
+/// keep coming. Both stores see each step within a few hundred µs of each other, so their counts
+/// may differ by the events of one tick at a boundary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_ticks_prune_wait_and_expire_like_memory() {
+    let server = RedisServer::start();
+    let mut sc = StoreConfig::default();
+    sc.usage_window = Duration::from_millis(200);
+    sc.resolution = Duration::from_millis(2);
+    let ns = namespace("ticks");
+    let redis = connected(config(&server.url(), &ns), sc).await;
+    let memory = StateStore::memory_with(sc);
+    let d = id("ticks");
+    let limits = Limits { rpm: None, tpm: Some(40) };
+    let ttl = |suffix: &str| -> i64 {
+        server.command(&["PTTL", &format!("{ns}:v1:{{d:ticks}}:usage:{suffix}")]).trim().parse().unwrap()
+    };
+    // 40 tokens, one per tick (each call 3 ms after the last): the window is full.
+    for i in 0..40 {
+        for store in [&*redis, &memory] {
+            let Admission::Admitted(_) = store.try_reserve(&d, limits, 1).await.unwrap() else {
+                panic!("token {i} fits")
+            };
+        }
+        for suffix in ["t", "c"] {
+            assert!(ttl(suffix) >= 200, "usage:{suffix} lives {} ms after token {i} (window 200 ms)", ttl(suffix));
+        }
+        tokio::time::sleep(Duration::from_millis(3)).await;
+    }
+    // 20 tokens fit once the 20 oldest ticks left: a wait found two batches into the ticks.
+    let waits: Vec<Duration> = {
+        let mut w = Vec::new();
+        for store in [&*redis, &memory] {
+            let Admission::Full { retry_in } = store.try_reserve(&d, limits, 20).await.unwrap() else {
+                panic!("the window is full")
+            };
+            w.push(retry_in);
+        }
+        w
+    };
+    assert!(waits[0].abs_diff(waits[1]) <= Duration::from_millis(6), "redis {:?}, memory {:?}", waits[0], waits[1]);
+    // After the wait, 20 ticks leave at once (one prune over three batches): 20 tokens fit.
+    tokio::time::sleep(waits[0].max(waits[1]) + Duration::from_millis(1)).await;
+    for store in [&*redis, &memory] {
+        let Admission::Admitted(_) = store.try_reserve(&d, limits, 20).await.unwrap() else {
+            panic!("20 tokens fit after the wait the store gave")
+        };
+    }
+    let stats = redis.redis_stats().unwrap();
+    assert_eq!(stats.errors, 0, "{stats:?}");
+}

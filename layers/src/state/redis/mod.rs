@@ -445,12 +445,12 @@ impl RedisBackend {
             let mut inv = scripts::RESERVE.key(t);
             inv.key(c);
             self.window_args(&mut inv, limits, tokens);
-            if let Some((admitted, n, requests, used)) = s.run::<(i64, String, u64, u64)>(&inv, &mut h).await {
+            if let Some((admitted, n, requests, used)) = s.run::<(i64, i64, u64, u64)>(&inv, &mut h).await {
                 s.cache_usage(id, WindowUsage { requests, tokens: used });
                 return if admitted == 1 {
-                    Admission::Admitted(Reservation { id: id.clone(), tick: num(&n) as u64, tokens, remote: true })
+                    Admission::Admitted(Reservation { id: id.clone(), tick: n.max(0) as u64, tokens, remote: true })
                 } else {
-                    Admission::Full { retry_in: micros(num(&n)) }
+                    Admission::Full { retry_in: micros(n) }
                 };
             }
         }
@@ -464,9 +464,9 @@ impl RedisBackend {
             let mut inv = scripts::ROOM.key(t);
             inv.key(c);
             self.window_args(&mut inv, limits, tokens);
-            if let Some((wait, requests, used)) = s.run::<(String, u64, u64)>(&inv, &mut h).await {
+            if let Some((wait, requests, used)) = s.run::<(i64, u64, u64)>(&inv, &mut h).await {
                 s.cache_usage(id, WindowUsage { requests, tokens: used });
-                return micros(num(&wait));
+                return micros(wait);
             }
         }
         s.local.room_in(id, limits, tokens)

@@ -4,6 +4,7 @@ local res, span = tonumber(ARGV[1]), tonumber(ARGV[2])
 local ds, df = tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_us()
 local tick_now = math.ceil(now / res)
-local s, f, ts, tf, o = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, fmt(tick_now))
-win_add(KEYS[1], KEYS[2], tick_now, s, f, ts, tf, o, ds, df, math.ceil((span + 2) * res / 1000))
+local t = tick_now .. ''
+local s, f, ts, tf, o, x = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, t)
+win_add(KEYS[1], KEYS[2], tick_now, t, s, f, ts, tf, o, x, ds, df, res, span)
 return { s + ds, f + df }

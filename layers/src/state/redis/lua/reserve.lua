@@ -4,9 +4,10 @@ local res, span = tonumber(ARGV[1]), tonumber(ARGV[2])
 local rpm, tpm, tokens = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local now = now_us()
 local tick_now = math.ceil(now / res)
-local a, b, ta, tb, o = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, fmt(tick_now))
+local t = tick_now .. ''
+local a, b, ta, tb, o, x = win_read(KEYS[1], KEYS[2], math.floor(now / res), span, t)
 if (rpm < 0 or a < rpm) and (tpm < 0 or b + tokens <= tpm) then
-  win_add(KEYS[1], KEYS[2], tick_now, a, b, ta, tb, o, 1, tokens, math.ceil((span + 2) * res / 1000))
-  return { 1, fmt(tick_now), a + 1, b + tokens }
+  win_add(KEYS[1], KEYS[2], tick_now, t, a, b, ta, tb, o, x, 1, tokens, res, span)
+  return { 1, tick_now, a + 1, b + tokens }
 end
-return { 0, fmt(win_room(KEYS[1], KEYS[2], a, b, rpm, tpm, tokens, now, res, span, tick_now)), a, b }
+return { 0, win_room(KEYS[1], KEYS[2], a, b, rpm, tpm, tokens, now, res, span, tick_now), a, b }
