@@ -6,6 +6,6 @@ end
 local field = ARGV[1] .. 'b'
 local old = tonumber(redis.call('HGET', KEYS[2], field)) or 0
 local new = math.max(old + tonumber(ARGV[2]), 0)
-redis.call('HSET', KEYS[2], field, fmt(new))
-redis.call('HINCRBY', KEYS[2], 'b', fmt(new - old))
+redis.call('HSET', KEYS[2], field, new)
+redis.call('HINCRBY', KEYS[2], 'b', new - old)
 return 1
