@@ -474,9 +474,12 @@ impl StateStore {
         }
     }
 
-    /// Counts a success of `id` at once when that needs no wait (the memory store) and says
-    /// whether it did; otherwise the caller hands [`record_outcome`](Self::record_outcome) to
-    /// [`run_bookkeeping`](Self::run_bookkeeping). Saves the hot path a boxed future per call.
+    /// Counts a success of `id` whose counts the caller does not read, at once: the memory store
+    /// counts it, Redis adds it to the batch its supervisor records every tick (or counts it
+    /// locally while degraded). Saves the hot path the boxed future, queue and wake-up of
+    /// [`run_bookkeeping`](Self::run_bookkeeping) per call. Returns whether it counted (always,
+    /// today; `false` tells the caller to hand [`record_outcome`](Self::record_outcome) to
+    /// `run_bookkeeping` instead).
     pub(crate) fn record_success_now(&self, id: &DeploymentId) -> bool {
         match &self.backend {
             Backend::Memory(m) => {
@@ -484,7 +487,10 @@ impl StateStore {
                 true
             }
             #[cfg(feature = "redis")]
-            Backend::Redis(_) => false,
+            Backend::Redis(r) => {
+                r.count_success(id);
+                true
+            }
         }
     }
 

@@ -408,6 +408,18 @@ impl RedisBackend {
         s.local.record_outcome(id, success)
     }
 
+    /// A success the caller does not read the counts of: added to the batch the supervisor
+    /// records every tick (what `record_outcome` does with it on the background writer), or
+    /// counted locally while Redis is unreachable.
+    pub(super) fn count_success(&self, id: &DeploymentId) {
+        let s = &self.shared;
+        if s.degraded.load(Relaxed) || s.handles.load().is_none() {
+            s.local.record_outcome(id, true);
+            return;
+        }
+        *s.successes.entry(id.clone()).or_insert(0) += 1;
+    }
+
     pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
         let s = &self.shared;
         if s.request_handle().is_none() {
