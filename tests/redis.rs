@@ -252,3 +252,20 @@ async fn a_gateway_reports_the_degraded_mode_and_keeps_serving() {
     assert_eq!(readiness().await["state"]["degraded"], false);
     assert_eq!(gateway.router().oneshot(chat()).await.unwrap().status(), http::StatusCode::OK);
 }
+
+/// Successes are bookkeeping the answer does not wait for: a replica sums them per deployment and
+/// records them once per tick. `flush` records the sums at once (what a gateway does on shutdown),
+/// so another replica's outcome read counts every one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_successes_reach_redis_on_flush() {
+    let server = RedisServer::start();
+    let replicas = replicas(&server, "successes", 2).await;
+    let (router, store) = &replicas[0];
+    for _ in 0..25 {
+        router.chat(hello("limited")).await.unwrap();
+    }
+    store.flush().await;
+    let counts = replicas[1].1.record_outcome(&"limited-1".into(), false).await.unwrap();
+    assert_eq!((counts.successes, counts.failures), (25, 1), "the other replica sees all 25 successes");
+    assert!(!store.is_degraded());
+}

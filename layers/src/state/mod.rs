@@ -331,8 +331,9 @@ impl StateStore {
         }
     }
 
-    /// Waits until the bookkeeping queued so far (detached writes) has reached the backend: at
-    /// once in memory. Call it on shutdown so the last requests' counts and spend are not lost.
+    /// Waits until the bookkeeping queued so far (detached writes, and with Redis the success
+    /// counts batched for the next tick) has reached the backend: at once in memory. Call it on
+    /// shutdown so the last requests' counts and spend are not lost.
     pub async fn flush(&self) {
         match &self.backend {
             Backend::Memory(_) => {}

@@ -289,8 +289,12 @@ impl RedisBackend {
         self.shared.detach(work);
     }
 
-    /// Waits until every detached write queued so far has run.
+    /// Records the batched success counts now (rather than at the supervisor's next tick) and
+    /// waits until every detached write queued so far has run.
     pub(super) async fn flush(&self) {
+        if let Some(mut bg) = self.shared.background_handle() {
+            sync::flush_successes(&self.shared, &mut bg).await;
+        }
         let mut rx = self.shared.pending.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
     }

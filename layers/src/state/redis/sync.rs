@@ -172,7 +172,7 @@ async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
 }
 
 /// Records the successes counted since the last tick, one script per deployment.
-async fn flush_successes(shared: &Shared, conn: &mut Counted) {
+pub(super) async fn flush_successes(shared: &Shared, conn: &mut Counted) {
     let ids: Vec<DeploymentId> = shared.successes.iter().map(|e| e.key().clone()).collect();
     let writes = ids.iter().filter_map(|id| {
         let n = shared.successes.remove(id).map(|(_, n)| n)?;
