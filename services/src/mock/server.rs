@@ -68,7 +68,7 @@ impl MockUpstream {
             let stop = async move {
                 let _ = signal.wait_for(|down| *down).await;
             };
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(stop).await {
+            if let Err(e) = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(stop).await {
                 tracing::warn!(error = %e, "mock upstream stopped");
             }
         });
