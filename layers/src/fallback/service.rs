@@ -15,7 +15,9 @@ use super::{
     layer::Shared,
     plan::{Plan, Position, Step},
 };
-use crate::{AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served};
+use crate::{
+    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served, ctx::Replay,
+};
 
 type Response = http::Response<RouteBody>;
 
@@ -88,7 +90,7 @@ where
         // one group (candidates, exclusions, selection) leaks into the next.
         // No table and no per-request list: nothing can take over, so keep no copy.
         let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
-        let original = if disabled || nowhere { None } else { req.try_clone_request() };
+        let original = if disabled || nowhere { None } else { Replay::of(&req) };
         // The first group is served by the ready service at once; that service, driven to
         // readiness again, makes the hops.
         let fut = self.inner.call(req);
@@ -115,7 +117,7 @@ pub(crate) struct Hops<S, R> {
     inner: S,
     shared: Arc<Shared>,
     /// The request as it arrived; `None` when no hop can be made.
-    original: Option<R>,
+    original: Option<Replay<R>>,
     deadline: Option<Instant>,
     base_hop: u32,
     trail: CallTrail,
@@ -170,7 +172,7 @@ where
         }
         // A fresh copy per hop; no reference to the original is held across an await, so `R`
         // need not be `Sync`.
-        let Some(mut next) = original.as_ref().and_then(R::try_clone_request) else { break };
+        let Some(mut next) = original.as_ref().and_then(Replay::next) else { break };
         if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
             // The inner service is gone; no hop can be made.
             err = e.into();

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served,
+    Served, ctx::Replay,
 };
 
 /// Retries failed attempts within the request's model group; see [`RetryLayer`].
@@ -89,8 +89,9 @@ where
         {
             ctx.deadline = Some(Instant::now() + d);
         }
-        // `req` stays pristine as the template of every attempt; the inner layers change only clones.
-        let Some(attempt) = req.try_clone_request() else {
+        // The replay copy stays pristine as the template of every retry; the first attempt is
+        // the request itself.
+        let Some(replay) = Replay::of(&req) else {
             // Not replayable: one attempt with the original.
             let clone = self.inner.clone();
             let mut inner = std::mem::replace(&mut self.inner, clone);
@@ -101,10 +102,10 @@ where
         };
         // The first attempt goes to the ready service at once; that service, driven to readiness
         // again, makes the retries.
-        let fut = self.inner.call(attempt);
+        let fut = self.inner.call(req);
         let clone = self.inner.clone();
         let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::first(fut, Retries { inner, shared, seed, req })
+        ResponseFuture::first(fut, Retries { inner, shared, seed, replay })
     }
 }
 
@@ -114,7 +115,7 @@ pub(crate) struct Retries<S, R> {
     inner: S,
     shared: Arc<Shared>,
     seed: u64,
-    req: R,
+    replay: Replay<R>,
 }
 
 impl<S, R> Retries<S, R>
@@ -129,7 +130,7 @@ where
         self,
         err: BoxError,
     ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
-        Box::pin(retry_in_group(self.inner, self.shared, self.seed, self.req, err))
+        Box::pin(retry_in_group(self.inner, self.shared, self.seed, self.replay, err))
     }
 }
 
@@ -138,7 +139,7 @@ async fn retry_in_group<S, R>(
     mut inner: S,
     shared: Arc<Shared>,
     seed: u64,
-    req: R,
+    replay: Replay<R>,
     mut err: BoxError,
 ) -> Result<http::Response<RouteBody>, BoxError>
 where
@@ -146,15 +147,16 @@ where
     S: Service<R, Response = http::Response<RouteBody>>,
     S::Error: Into<BoxError>,
 {
-    // Built at the first failure: `req` is pristine, so it sees the context the call started with.
-    let mut session = Session::new(&shared, req.route_ctx().expect("checked by the service"), seed);
+    // Built at the first failure: the replay is pristine, so it sees the context the call started
+    // with.
+    let mut session = Session::new(&shared, replay.route_ctx().expect("checked by the service"), seed);
     let mut retries = 0u32;
     loop {
         let wait = match session.after_failure(&err, retries).await {
             Ok(wait) => wait,
             Err(stop) => return Err(session.give_up(err, stop)),
         };
-        let Some(mut next) = req.try_clone_request() else {
+        let Some(mut next) = replay.next() else {
             return Err(session.give_up(err, Stop::NotReplayable));
         };
         if !session.withdraw() {
