@@ -448,3 +448,29 @@ async fn many_ticks_prune_wait_and_expire_like_memory() {
     let stats = redis.redis_stats().unwrap();
     assert_eq!(stats.errors, 0, "{stats:?}");
 }
+
+/// A window whose sorted set lost its ticks while the hash kept them (an `allkeys-*` eviction)
+/// is dropped whole by the next prune; the event that follows must start a fresh window (its tick
+/// in the sorted set, both keys with a TTL) rather than add to counts read before the drop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_that_lost_its_ticks_starts_afresh() {
+    let server = RedisServer::start();
+    let ns = namespace("evicted");
+    let redis = connected(config(&server.url(), &ns), StoreConfig::default()).await;
+    let d = id("evicted");
+    let limits = Limits { rpm: Some(1_000), tpm: None };
+    let (t, c) = (format!("{ns}:v1:{{d:evicted}}:usage:t"), format!("{ns}:v1:{{d:evicted}}:usage:c"));
+    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await.unwrap() else { panic!("admitted") };
+    // The sorted set goes; the hash says its oldest tick is long gone.
+    server.command(&["DEL", &t]);
+    server.command(&["HSET", &c, "o", "1"]);
+    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await.unwrap() else { panic!("admitted") };
+    let hash = server.command(&["HMGET", &c, "a", "b"]);
+    assert_eq!(hash.lines().collect::<Vec<_>>(), ["1", "5"], "only the new event counts");
+    assert_eq!(server.command(&["ZCARD", &t]).trim(), "1", "its tick is in the sorted set");
+    for key in [&t, &c] {
+        let ttl: i64 = server.command(&["PTTL", key]).trim().parse().unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+    }
+    assert_eq!(redis.redis_stats().unwrap().errors, 0);
+}

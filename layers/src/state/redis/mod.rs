@@ -123,9 +123,12 @@ pub(super) struct Shared {
     offline_clears: IdMap<()>,
     /// Connection errors and timeouts so far (recovery ends only if none happened meanwhile).
     connection_errors: AtomicU64,
-    /// Successes counted on the background writer since the last tick: recorded in one script
-    /// per deployment per tick (with the next failure, if one comes first).
+    /// Successes counted since the last tick: recorded in one script per deployment per tick
+    /// (with the next failure, if one comes first).
     successes: IdMap<u64>,
+    /// Held while a batch of `successes` is on its way to Redis, so that `flush` waits for the
+    /// supervisor's batch in flight instead of finding the map empty and returning early.
+    flushing: tokio::sync::Mutex<()>,
     usage: IdMap<Cached<WindowUsage>>,
     spends: DashMap<Arc<str>, Cached<SpendCache>>,
     affinity: DashMap<Arc<str>, Cached<AffinityCache>>,
@@ -233,6 +236,7 @@ impl RedisBackend {
             offline_clears: IdMap::default(),
             connection_errors: AtomicU64::new(0),
             successes: IdMap::default(),
+            flushing: tokio::sync::Mutex::new(()),
             usage: IdMap::default(),
             spends: DashMap::new(),
             affinity: DashMap::new(),
@@ -289,14 +293,15 @@ impl RedisBackend {
         self.shared.detach(work);
     }
 
-    /// Records the batched success counts now (rather than at the supervisor's next tick) and
-    /// waits until every detached write queued so far has run.
+    /// Waits until every detached write queued so far has run (some add to the success batch),
+    /// then records the batched success counts now rather than at the supervisor's next tick
+    /// (after its batch in flight, if it has one).
     pub(super) async fn flush(&self) {
+        let mut rx = self.shared.pending.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
         if let Some(mut bg) = self.shared.background_handle() {
             sync::flush_successes(&self.shared, &mut bg).await;
         }
-        let mut rx = self.shared.pending.subscribe();
-        let _ = rx.wait_for(|n| *n == 0).await;
     }
 
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {

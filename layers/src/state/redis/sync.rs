@@ -171,8 +171,10 @@ async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
     matches!(tokio::time::timeout(t, redis::cmd("PING").query_async::<String>(conn)).await, Ok(Ok(_)))
 }
 
-/// Records the successes counted since the last tick, one script per deployment.
+/// Records the successes counted since the last tick, one script per deployment; one batch at a
+/// time (the supervisor's tick and `flush`).
 pub(super) async fn flush_successes(shared: &Shared, conn: &mut Counted) {
+    let _one_at_a_time = shared.flushing.lock().await;
     let ids: Vec<DeploymentId> = shared.successes.iter().map(|e| e.key().clone()).collect();
     let writes = ids.iter().filter_map(|id| {
         let n = shared.successes.remove(id).map(|(_, n)| n)?;

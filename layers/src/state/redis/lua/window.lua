@@ -3,7 +3,8 @@
 -- is rounded up, the current time down: an event counts for the full span.
 --
 -- Every `redis.call` costs about as much as a few string operations in Lua, so the common call is
--- three (TIME, HMGET, HSET), a new tick adds a ZADD, an expiring tick four more. Numbers go to
+-- three (TIME, HMGET, HSET), a new tick adds a ZADD, and expiring ticks four per batch of eight
+-- plus one write of the totals. Numbers go to
 -- `redis.call` as Lua numbers (Redis writes them with %.17g: exact integers, no exponent below
 -- 1e17) and into field names as the tick's text (`tick .. ''`, %.14g: exact below 1e14; ticks
 -- are µs over a resolution of at least 1 ms, about 1.8e12). Nothing subtracted is ever negated:
@@ -54,6 +55,11 @@ local function win_read(zk, hk, passed, span, t)
   local a, b, o = math.max(tonumber(v[1]) or 0, 0), math.max(tonumber(v[2]) or 0, 0), tonumber(v[3])
   if o and o <= passed - span then
     a, b, o = win_prune(zk, hk, passed - span, a, b)
+    if not o then
+      -- Both keys are gone (the sorted set had lost ticks the hash still held, say to an
+      -- eviction): nothing read before the prune holds any more.
+      return a, b, nil, nil, nil, nil
+    end
   end
   return a, b, tonumber(v[4]), tonumber(v[5]), o, tonumber(v[6])
 end
