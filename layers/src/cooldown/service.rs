@@ -289,11 +289,13 @@ impl Record {
                             return Ok(resp);
                         }
                     }
-                    // Counting the success is bookkeeping: the answer does not wait. The memory
-                    // store counts it at once, with no future to box.
-                    if !recovered && store.record_success_now(&id) {
+                    // Counting the success is bookkeeping: the answer does not wait. The store
+                    // counts it at once, with no future to box.
+                    if !recovered {
+                        store.record_success_now(&id);
                         return Ok(resp);
                     }
+                    // The probe succeeded: count it and end the cooldown.
                     let shared = shared.clone();
                     store.run_bookkeeping(async move {
                         let store = &shared.store;
@@ -301,13 +303,11 @@ impl Record {
                             if !stream {
                                 store.record_outcome(&id, true).await?;
                             }
-                            if recovered {
-                                store.clear_cooldown(&id).await?;
-                                emit(
-                                    shared.config.hook.as_ref(),
-                                    CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
-                                );
-                            }
+                            store.clear_cooldown(&id).await?;
+                            emit(
+                                shared.config.hook.as_ref(),
+                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                            );
                             Ok::<_, BoxError>(())
                         };
                         if let Err(e) = done.await {
@@ -348,24 +348,19 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
             BodyEndKind::Dropped => return,
         };
         let store = shared.store.clone();
-        if outcome.is_none() && store.record_success_now(&id) {
+        let Some(outcome) = outcome else {
+            store.record_success_now(&id);
             return;
-        }
+        };
         store.run_bookkeeping(async move {
-            let done = match outcome {
-                None => shared.store.record_outcome(&id, true).await.map(drop).map_err(BoxError::from),
-                Some(outcome) => {
-                    let failure = Failure {
-                        deployment: id,
-                        outcome,
-                        status: None,
-                        retry_after: None,
-                        message: "stream failed mid-way".into(),
-                    };
-                    on_failure(&shared.store, &shared.config, &group, failure, false).await
-                }
+            let failure = Failure {
+                deployment: id,
+                outcome,
+                status: None,
+                retry_after: None,
+                message: "stream failed mid-way".into(),
             };
-            if let Err(e) = done {
+            if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, false).await {
                 tracing::warn!(error = %e, "could not record a stream's outcome");
             }
         });

@@ -478,20 +478,14 @@ impl StateStore {
     /// Counts a success of `id` whose counts the caller does not read, at once: the memory store
     /// counts it, Redis adds it to the batch its supervisor records every tick (or counts it
     /// locally while degraded). Saves the hot path the boxed future, queue and wake-up of
-    /// [`run_bookkeeping`](Self::run_bookkeeping) per call. Returns whether it counted (always,
-    /// today; `false` tells the caller to hand [`record_outcome`](Self::record_outcome) to
-    /// `run_bookkeeping` instead).
-    pub(crate) fn record_success_now(&self, id: &DeploymentId) -> bool {
+    /// [`run_bookkeeping`](Self::run_bookkeeping) per call.
+    pub(crate) fn record_success_now(&self, id: &DeploymentId) {
         match &self.backend {
             Backend::Memory(m) => {
                 m.record_outcome(id, true);
-                true
             }
             #[cfg(feature = "redis")]
-            Backend::Redis(r) => {
-                r.count_success(id);
-                true
-            }
+            Backend::Redis(r) => r.count_success(id),
         }
     }
 

@@ -401,7 +401,7 @@ impl RedisBackend {
         if let Some(mut h) = s.request_handle() {
             // Bookkeeping of a success (the caller does not read the counts): batched per tick.
             if success && sync::in_background() {
-                *s.successes.entry(id.clone()).or_insert(0) += 1;
+                self.count_success(id);
                 return OutcomeCounts::default();
             }
             // Successes not yet recorded go with this outcome, so the rules see them.
