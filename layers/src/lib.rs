@@ -38,6 +38,7 @@ pub mod retry;
 pub mod seed;
 pub mod select;
 pub mod semconv;
+mod spare;
 pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};

@@ -68,7 +68,7 @@ impl<S: Service<R>, R> fmt::Debug for ResponseFuture<S, R> {
 impl<S, R> Future for ResponseFuture<S, R>
 where
     R: RouteRequest,
-    S: Service<R, Response = Response> + Send + 'static,
+    S: Service<R, Response = Response> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
 {

@@ -157,7 +157,7 @@ impl FallbackLayer {
     }
 }
 
-impl<S> Layer<S> for FallbackLayer {
+impl<S: Clone> Layer<S> for FallbackLayer {
     type Service = Fallback<S>;
 
     fn layer(&self, inner: S) -> Self::Service {

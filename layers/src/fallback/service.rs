@@ -17,6 +17,7 @@ use super::{
 };
 use crate::{
     AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served, ctx::Replay,
+    spare::Spare,
 };
 
 type Response = http::Response<RouteBody>;
@@ -26,9 +27,14 @@ type Response = http::Response<RouteBody>;
 /// Per call: set the deadline if configured and absent, call the inner stack, and on a failure
 /// pick the next group from the failed group's table (minus the groups already visited), then
 /// call the inner stack again with a fresh copy of the original request moved to that group.
+///
+/// The first group is called through the ready service. The hops go to a clone of the spare the
+/// service keeps (a clone of the inner service made when the layer wrapped it, shared by the
+/// service's clones), so a call that succeeds at once clones no service; a service changed
+/// through [`get_mut`](Self::get_mut) after wrapping serves first groups only.
 pub struct Fallback<S> {
     inner: S,
-    shared: Arc<Shared>,
+    spare: Arc<Spare<Arc<Shared>, S>>,
 }
 
 crate::inner_accessors!(Fallback);
@@ -37,20 +43,20 @@ impl<S: fmt::Debug> fmt::Debug for Fallback<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fallback")
             .field("inner", &self.inner)
-            .field("config", &self.shared.config)
+            .field("config", &self.spare.layer.config)
             .finish_non_exhaustive()
     }
 }
 
 impl<S: Clone> Clone for Fallback<S> {
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), shared: self.shared.clone() }
+        Self { inner: self.inner.clone(), spare: self.spare.clone() }
     }
 }
 
-impl<S> Fallback<S> {
+impl<S: Clone> Fallback<S> {
     pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
-        Self { inner, shared }
+        Self { spare: Spare::new(shared, &inner), inner }
     }
 }
 
@@ -70,7 +76,7 @@ where
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
-        let shared = &self.shared;
+        let shared = &self.spare.layer;
         let Some(ctx) = req.route_ctx_mut() else {
             // Nothing to route by: the layers below report the missing context.
             return ResponseFuture::passthrough(self.inner.call(req));
@@ -91,12 +97,9 @@ where
         // No table and no per-request list: nothing can take over, so keep no copy.
         let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
         let original = if disabled || nowhere { None } else { Replay::of(&req) };
-        // The first group is served by the ready service at once; that service, driven to
-        // readiness again, makes the hops.
+        // The first group is served by the ready service at once; the hops by clones of the spare.
         let fut = self.inner.call(req);
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        let hops = Hops { inner, shared: shared.clone(), original, deadline, base_hop, trail, first, per_request };
+        let hops = Hops { spare: self.spare.clone(), original, deadline, base_hop, trail, first, per_request };
         ResponseFuture::first(fut, base_hop, hops)
     }
 }
@@ -114,8 +117,7 @@ enum Stop {
 
 /// What the hops of a call need once its first group failed.
 pub(crate) struct Hops<S, R> {
-    inner: S,
-    shared: Arc<Shared>,
+    spare: Arc<Spare<Arc<Shared>, S>>,
     /// The request as it arrived; `None` when no hop can be made.
     original: Option<Replay<R>>,
     deadline: Option<Instant>,
@@ -129,7 +131,7 @@ pub(crate) struct Hops<S, R> {
 impl<S, R> Hops<S, R>
 where
     R: RouteRequest,
-    S: Service<R, Response = Response> + Send + 'static,
+    S: Service<R, Response = Response> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
 {
@@ -142,11 +144,13 @@ where
 async fn run<S, R>(hops_state: Hops<S, R>, mut err: BoxError) -> Result<Response, BoxError>
 where
     R: RouteRequest,
-    S: Service<R, Response = Response> + Send,
+    S: Service<R, Response = Response> + Clone + Send,
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let Hops { mut inner, shared, original, deadline, base_hop, trail, first, per_request } = hops_state;
+    let Hops { spare, original, deadline, base_hop, trail, first, per_request } = hops_state;
+    let shared = &*spare.layer;
+    let mut inner = spare.service();
     let tables = &shared.config.tables;
     let mut plan = Plan::new(tables, &shared.registry, per_request);
     let mut at = plan.start(first);

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served, ctx::Replay,
+    Served, ctx::Replay, spare::Spare,
 };
 
 /// Retries failed attempts within the request's model group; see [`RetryLayer`].
@@ -30,10 +30,15 @@ use crate::{
 /// to resolve again. After a failure the should-retry table, the retry count for the error's class,
 /// the call's deadline and the retry budget decide whether there is another attempt, and the
 /// backoff how long to wait for it.
+///
+/// The first attempt goes to the ready service. The retries go to a clone of the spare the
+/// service keeps (a clone of the inner service made when the layer wrapped it, shared by the
+/// service's clones), so a call that succeeds at once clones no service; a service changed
+/// through [`get_mut`](Self::get_mut) after wrapping serves first attempts only.
 pub struct Retry<S> {
     inner: S,
-    layer: RetryLayer,
-    /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
+    spare: Arc<Spare<RetryLayer, S>>,
+    /// Seeded on first use: most clones (made per request by hosts such as axum) never draw.
     rng: Option<SmallRng>,
 }
 
@@ -41,20 +46,20 @@ crate::inner_accessors!(Retry);
 
 impl<S: fmt::Debug> fmt::Debug for Retry<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.layer).finish()
+        f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.spare.layer).finish()
     }
 }
 
 impl<S: Clone> Clone for Retry<S> {
     /// A clone draws its own jitter sequence (a copied RNG would repeat its parent's).
     fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), layer: self.layer.clone(), rng: None }
+        Self { inner: self.inner.clone(), spare: self.spare.clone(), rng: None }
     }
 }
 
-impl<S> Retry<S> {
+impl<S: Clone> Retry<S> {
     pub(crate) fn new(inner: S, layer: RetryLayer) -> Self {
-        Self { inner, layer, rng: None }
+        Self { spare: Spare::new(layer, &inner), inner, rng: None }
     }
 }
 
@@ -74,8 +79,8 @@ where
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
-        let shared = self.layer.shared.clone();
-        let seeds = &self.layer.seeds;
+        let shared = &self.spare.layer.shared;
+        let seeds = &self.spare.layer.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         if let Some(budget) = &shared.config.budget {
             budget.deposit();
@@ -93,6 +98,7 @@ where
         // the request itself.
         let Some(replay) = Replay::of(&req) else {
             // Not replayable: one attempt with the original.
+            let shared = shared.clone();
             let clone = self.inner.clone();
             let mut inner = std::mem::replace(&mut self.inner, clone);
             return ResponseFuture::boxed(Box::pin(async move {
@@ -100,20 +106,16 @@ where
                 inner.call(req).await.map_err(|e| session.give_up(e.into(), Stop::NotReplayable))
             }));
         };
-        // The first attempt goes to the ready service at once; that service, driven to readiness
-        // again, makes the retries.
+        // The first attempt goes to the ready service at once; the retries to clones of the spare.
         let fut = self.inner.call(req);
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::first(fut, Retries { inner, shared, seed, replay })
+        ResponseFuture::first(fut, Retries { spare: self.spare.clone(), seed, replay })
     }
 }
 
 /// What the retries of a call need once its first attempt failed: the service, the layer's
 /// settings, the jitter seed and the pristine request.
 pub(crate) struct Retries<S, R> {
-    inner: S,
-    shared: Arc<Shared>,
+    spare: Arc<Spare<RetryLayer, S>>,
     seed: u64,
     replay: Replay<R>,
 }
@@ -121,7 +123,7 @@ pub(crate) struct Retries<S, R> {
 impl<S, R> Retries<S, R>
 where
     R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>> + Send + 'static,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
     S::Error: Into<BoxError>,
     S::Future: Send + 'static,
 {
@@ -130,26 +132,27 @@ where
         self,
         err: BoxError,
     ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
-        Box::pin(retry_in_group(self.inner, self.shared, self.seed, self.replay, err))
+        Box::pin(retry_in_group(self.spare, self.seed, self.replay, err))
     }
 }
 
 /// The retries after a failed first attempt, until one succeeds or a rule stops.
 async fn retry_in_group<S, R>(
-    mut inner: S,
-    shared: Arc<Shared>,
+    spare: Arc<Spare<RetryLayer, S>>,
     seed: u64,
     replay: Replay<R>,
     mut err: BoxError,
 ) -> Result<http::Response<RouteBody>, BoxError>
 where
     R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>>,
+    S: Service<R, Response = http::Response<RouteBody>> + Clone,
     S::Error: Into<BoxError>,
 {
+    let shared = &*spare.layer.shared;
+    let mut inner = spare.service();
     // Built at the first failure: the replay is pristine, so it sees the context the call started
     // with.
-    let mut session = Session::new(&shared, replay.route_ctx().expect("checked by the service"), seed);
+    let mut session = Session::new(shared, replay.route_ctx().expect("checked by the service"), seed);
     let mut retries = 0u32;
     loop {
         let wait = match session.after_failure(&err, retries).await {
