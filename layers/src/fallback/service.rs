@@ -165,7 +165,7 @@ where
         let outcome = route.and_then(RouteError::outcome);
         let kind = route.map(RouteError::kind);
         plan.failed(&at, outcome);
-        let Some((target, table)) = next_target(&mut plan, &shared, &at) else { break };
+        let Some((target, table)) = next_target(&mut plan, shared, &at) else { break };
         if hops >= tables.max_fallbacks {
             stop = Stop::HopLimit(tables.max_fallbacks);
             break;
