@@ -273,6 +273,14 @@ impl Record {
         let store = &shared.store;
         let probing = claim.as_ref().and_then(|c| c.id.clone());
         match result {
+            // The common answer: complete, not a probe. Counting its success is bookkeeping the
+            // answer does not wait for; the store counts it at once, with no future to box.
+            Ok(resp) if !stream && probing.is_none() => {
+                if let Some(served) = resp.extensions().get::<Served>() {
+                    store.record_success_now(&served.deployment);
+                }
+                Ok(resp)
+            }
             Ok(mut resp) => {
                 let served = resp.extensions().get::<Served>().map(|s| s.deployment.clone());
                 if let Some(id) = served {

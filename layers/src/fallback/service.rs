@@ -88,18 +88,22 @@ where
         }
         let deadline = ctx.deadline;
         let base_hop = ctx.hop;
-        let trail = ctx.call_trail();
-        let first = ctx.target_name().clone();
         let disabled = ctx.facts().disable_fallbacks;
-        let per_request = ctx.facts().fallbacks.clone();
         // Every hop starts again from the request as it arrived, so nothing an inner layer set for
         // one group (candidates, exclusions, selection) leaks into the next.
         // No table and no per-request list: nothing can take over, so keep no copy.
-        let nowhere = shared.config.tables.is_empty() && per_request.as_ref().is_none_or(Vec::is_empty);
-        let original = if disabled || nowhere { None } else { Replay::of(&req) };
+        let nowhere = shared.config.tables.is_empty() && ctx.facts().fallbacks.as_ref().is_none_or(Vec::is_empty);
+        let replay = if disabled || nowhere { None } else { Replay::of(&req) };
+        let origin = match replay {
+            Some(replay) if replay.route_ctx().is_some() => Origin::Replay(replay),
+            _ => {
+                let ctx = req.route_ctx().expect("checked above");
+                Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() }
+            }
+        };
         // The first group is served by the ready service at once; the hops by clones of the spare.
         let fut = self.inner.call(req);
-        let hops = Hops { spare: self.spare.clone(), original, deadline, base_hop, trail, first, per_request };
+        let hops = Hops { spare: self.spare.clone(), origin, deadline, base_hop };
         ResponseFuture::first(fut, base_hop, hops)
     }
 }
@@ -118,14 +122,22 @@ enum Stop {
 /// What the hops of a call need once its first group failed.
 pub(crate) struct Hops<S, R> {
     spare: Arc<Spare<Arc<Shared>, S>>,
-    /// The request as it arrived; `None` when no hop can be made.
-    original: Option<Replay<R>>,
+    origin: Origin<R>,
     deadline: Option<Instant>,
     base_hop: u32,
-    trail: CallTrail,
-    /// The name the call started at.
-    first: Arc<str>,
-    per_request: Option<Vec<String>>,
+}
+
+/// Where a call started.
+enum Origin<R> {
+    /// The request as it arrived, to copy per hop; its context holds the name the call started at,
+    /// the call's trail and the request's own fallback list.
+    Replay(Replay<R>),
+    /// No hop can be made: what the error needs.
+    Fixed {
+        trail: CallTrail,
+        /// The name the call started at.
+        first: Arc<str>,
+    },
 }
 
 impl<S, R> Hops<S, R>
@@ -148,7 +160,16 @@ where
     S::Error: Into<BoxError>,
     S::Future: Send,
 {
-    let Hops { spare, original, deadline, base_hop, trail, first, per_request } = hops_state;
+    let Hops { spare, origin, deadline, base_hop } = hops_state;
+    let (original, trail, first, per_request) = match origin {
+        Origin::Replay(replay) => {
+            let ctx = replay.route_ctx().expect("a replay with a context, checked by the service");
+            let (trail, first, per_request) =
+                (ctx.call_trail(), ctx.target_name().clone(), ctx.facts().fallbacks.clone());
+            (Some(replay), trail, first, per_request)
+        }
+        Origin::Fixed { trail, first } => (None, trail, first, None),
+    };
     let shared = &*spare.layer;
     let mut inner = spare.service();
     let tables = &shared.config.tables;

@@ -352,7 +352,7 @@ impl AfterAttempt {
                 let body = resp.body_mut();
                 body.hold_in_flight(in_flight);
                 let reservation = reservation.map(EstimateGuard::keep);
-                attach_end_of_attempt(body, store.clone(), chosen.clone(), reservation, start, stream);
+                attach_end_of_attempt(body, &store, &chosen, reservation, start, stream);
                 if resp.extensions().get::<Served>().is_none() {
                     // The trail holds the failed attempts; the first attempt had none before it.
                     let failed = if attempt > 1 { trail.records() } else { Vec::new() };
@@ -412,10 +412,12 @@ fn latency_sample(elapsed: Duration, usage: Option<crate::Usage>) -> f64 {
     }
 }
 
+/// Reconciles the reservation with the real usage and times a stream when the body ends; nothing
+/// (no clone, no callback) for a plain answer without a reservation.
 fn attach_end_of_attempt(
     body: &mut RouteBody,
-    store: Arc<StateStore>,
-    deployment: Arc<Deployment>,
+    store: &Arc<StateStore>,
+    deployment: &Arc<Deployment>,
     reservation: Option<Reservation>,
     start: Instant,
     stream: bool,
@@ -423,6 +425,7 @@ fn attach_end_of_attempt(
     if reservation.is_none() && !stream {
         return;
     }
+    let (store, deployment) = (store.clone(), deployment.clone());
     body.on_end(move |end| {
         if let (Some(r), Some(u)) = (&reservation, end.usage) {
             store.reconcile_detached(r, u.total());

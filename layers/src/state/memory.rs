@@ -238,11 +238,24 @@ impl MemoryBackend {
 
     pub(super) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
         let now = Instant::now();
-        let mut w = self.outcomes.entry(id.clone()).or_insert_with(|| self.window(self.config.outcome_window));
         let (s, f) = if success { (1, 0) } else { (0, 1) };
+        let mut w = self.outcome_window(id);
         w.add(now, s, f);
         let Pair { a, b } = w.totals(now);
         OutcomeCounts { successes: a, failures: b }
+    }
+
+    /// Counts one success of `id`, when nobody reads the counts.
+    pub(super) fn record_success(&self, id: &DeploymentId) {
+        self.outcome_window(id).add(Instant::now(), 1, 0);
+    }
+
+    /// `id`'s outcome window, created empty on first use (the lookup clones no key once it is).
+    fn outcome_window(&self, id: &DeploymentId) -> dashmap::mapref::one::RefMut<'_, DeploymentId, SlidingWindow> {
+        match self.outcomes.get_mut(id) {
+            Some(w) => w,
+            None => self.outcomes.entry(id.clone()).or_insert_with(|| self.window(self.config.outcome_window)),
+        }
     }
 
     pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {

@@ -481,9 +481,7 @@ impl StateStore {
     /// [`run_bookkeeping`](Self::run_bookkeeping) per call.
     pub(crate) fn record_success_now(&self, id: &DeploymentId) {
         match &self.backend {
-            Backend::Memory(m) => {
-                m.record_outcome(id, true);
-            }
+            Backend::Memory(m) => m.record_success(id),
             #[cfg(feature = "redis")]
             Backend::Redis(r) => r.count_success(id),
         }
