@@ -22,7 +22,7 @@ use std::{
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::{Candidates, Deployment, DeploymentId, Group, Outcome};
+use crate::{BoxError, Candidates, Deployment, DeploymentId, Group, Outcome, RouteError};
 
 /// What a request carries: a [`RouteCtx`], and a way to be cloned for a retry.
 ///
@@ -132,6 +132,22 @@ impl<R: RouteRequest> Replay<R> {
             next.attach_route_ctx(ctx.clone());
         }
         Some(next)
+    }
+
+    /// Puts this copy into `err`, the retry layer's final error, for the fallback layer above when
+    /// that layer asked for it (it keeps no copy of its own then); otherwise drops it.
+    pub(crate) fn hand_back(self, err: BoxError) -> BoxError {
+        if !self.route_ctx().is_some_and(|c| c.hand_back_replay) {
+            return err;
+        }
+        RouteError::from_boxed(err).with_replay(Box::new(std::sync::Mutex::new(self))).into()
+    }
+
+    /// The copy a retry layer below handed back in `err`, taken out of it.
+    pub(crate) fn take_from(err: &mut BoxError) -> Option<Self> {
+        let any = err.downcast_mut::<RouteError>()?.take_replay()?;
+        let slot = any.downcast::<std::sync::Mutex<Self>>().ok()?;
+        Some(slot.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 }
 
@@ -330,6 +346,10 @@ pub struct RouteCtx {
     /// `default_max_parallel_requests`, recorded by the pre-call layer); the select layer takes
     /// the slot on the chosen deployment.
     pub default_max_parallel_requests: Option<u32>,
+    /// Set by a fallback layer that keeps no copy of the request
+    /// ([`FallbackConfig::replay_via_retry`](crate::fallback::FallbackConfig::replay_via_retry)):
+    /// the retry layer below hands the copy it keeps back up with its final error.
+    pub(crate) hand_back_replay: bool,
     /// The requested name, the facts, the attempt counter and the trail.
     call: Arc<CallState>,
 }
@@ -370,6 +390,7 @@ impl RouteCtx {
             deadline: None,
             reserve_tokens: 0,
             default_max_parallel_requests: None,
+            hand_back_replay: false,
             call: Arc::new(CallState { requested, facts, attempts: AtomicU32::new(0), trail: Mutex::new(Vec::new()) }),
         }
     }
@@ -436,7 +457,7 @@ impl RouteCtx {
     ///
     /// Resolution uses `registry`; the candidates are the group's unblocked deployments minus the
     /// excluded ones.
-    pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Candidates, crate::RouteError> {
+    pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Candidates, RouteError> {
         if self.group.is_none() {
             let resolved = registry.resolve(&self.target)?;
             self.group = Some(resolved.group);

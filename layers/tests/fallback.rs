@@ -13,6 +13,7 @@ use switchyard_layers::{
     BoxError, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
     StateStore,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer, FallbackTable, FallbackTables},
+    retry::{RetryConfig, RetryLayer},
     select::{RoutingStrategy, SelectLayer},
 };
 use tokio::time::Instant;
@@ -121,6 +122,24 @@ fn stack(
         SelectLayer::new(registry.clone(), Arc::new(StateStore::memory()), RoutingStrategy::SimpleShuffle.build())
             .with_seed(1);
     (ServiceBuilder::new().layer(fallback).layer(select).service(upstream.service()), events)
+}
+
+/// The fallback layer over a retry layer (`num_retries` per group, no backoff) over the real
+/// select layer over `upstream`, with every event collected: the default router's shape.
+fn stack_with_retry(
+    registry: &Arc<Registry>,
+    config: FallbackConfig,
+    num_retries: u32,
+    upstream: &Upstream,
+) -> (impl Service<Req, Response = Resp, Error = BoxError> + Clone + Send + 'static, Arc<Mutex<Vec<FallbackEvent>>>) {
+    let events: Arc<Mutex<Vec<FallbackEvent>>> = Arc::default();
+    let sink = events.clone();
+    let fallback = FallbackLayer::new(registry.clone(), config).on_event(move |e| sink.lock().push(e.clone()));
+    let store = Arc::new(StateStore::memory());
+    let retry =
+        RetryLayer::new(registry.clone(), store.clone(), RetryConfig::default().num_retries(num_retries)).with_seed(2);
+    let select = SelectLayer::new(registry.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1);
+    (ServiceBuilder::new().layer(fallback).layer(retry).layer(select).service(upstream.service()), events)
 }
 
 fn request(model: &str) -> Req {
@@ -436,6 +455,44 @@ async fn each_hop_starts_from_the_original_request() {
     assert_eq!((last.target.as_str(), last.hop, last.excluded), ("b", 1, 0));
 }
 
+#[tokio::test(start_paused = true)]
+async fn with_the_retry_layers_copy_each_hop_starts_from_the_request_as_it_arrived() {
+    let reg = support::registry([dep("a", "a1"), dep("a", "a2"), dep("b", "b1")]);
+    let up = Upstream::failing(&["a1", "a2"], Outcome::ServerError);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let (mut svc, events) = stack_with_retry(&reg, config, 1, &up);
+    let resp = call(&mut svc, request("a")).await.expect("served");
+    assert_eq!((&*served(&resp).group, served(&resp).hops, served(&resp).attempts), ("b", 1, 3));
+    let seen: Vec<_> = up.seen().into_iter().map(|s| (s.target, s.hop, s.excluded)).collect();
+    assert_eq!(seen, [("a".into(), 0, 0), ("a".into(), 0, 1), ("b".into(), 1, 0)]);
+    assert_eq!(hop_count(&events), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_retry_layers_copy_the_final_error_holds_no_copy_of_the_request() {
+    let reg = support::registry([dep("a", "a1"), dep("b", "b1")]);
+    let up = Upstream::failing(&["a1", "b1"], Outcome::ServerError);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let (mut svc, _) = stack_with_retry(&reg, config, 0, &up);
+    // Every copy of the request holds a clone of this extension.
+    let marker = Arc::new(());
+    let mut req = request("a");
+    req.extensions_mut().insert(marker.clone());
+    let err = call(&mut svc, req).await.expect_err("every group fails");
+    assert_eq!(trail_groups(route_error(&err, RouteErrorKind::Upstream)), ["a", "b"]);
+    assert_eq!(Arc::strong_count(&marker), 1, "a copy of the request outlived the call inside its error");
+}
+
+#[tokio::test(start_paused = true)]
+async fn taking_the_retry_layers_copy_without_a_retry_layer_makes_no_hop() {
+    let reg = registry(&["a", "b"]);
+    let up = Upstream::failing(&["a-d"], Outcome::ServerError);
+    let (mut svc, events) = stack(&reg, FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true), &up);
+    let err = call(&mut svc, request("a")).await.expect_err("no copy to hop with");
+    assert_eq!(route_error(&err, RouteErrorKind::Upstream).deployment().map(|d| d.as_str()), Some("a-d"));
+    assert_eq!(hop_count(&events), 0);
+}
+
 // ===== bounds =====
 
 #[tokio::test(start_paused = true)]
@@ -541,7 +598,23 @@ fn graphs() -> impl Strategy<Value = Graph> {
         .prop_map(|(n, edges, default, failing, max, start)| Graph { n, edges, default, failing, max, start })
 }
 
+/// The layers a graph runs through.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// The fallback layer over the select layer.
+    Bare,
+    /// The fallback layer over a retry layer (one retry per group), the fallback layer keeping
+    /// its own copy of the request or taking the retry layer's (`replay_via_retry`).
+    OverRetry { via_retry: bool },
+}
+
 fn run_graph(g: &Graph) -> (Result<Resp, BoxError>, Vec<FallbackEvent>) {
+    let (result, events, _) = run_graph_as(g, Shape::Bare);
+    (result, events)
+}
+
+/// Runs `g` through `shape`: the result, the fallback events and what the upstream saw.
+fn run_graph_as(g: &Graph, shape: Shape) -> (Result<Resp, BoxError>, Vec<FallbackEvent>, Vec<Seen>) {
     let groups: Vec<String> = (0..g.n).map(|i| format!("g{i}")).collect();
     let reg = registry(&groups.iter().map(String::as_str).collect::<Vec<_>>());
     let ids: Vec<String> = groups.iter().zip(&g.failing).filter(|(_, f)| **f).map(|(n, _)| id_of(n)).collect();
@@ -555,15 +628,56 @@ fn run_graph(g: &Graph) -> (Result<Resp, BoxError>, Vec<FallbackEvent>) {
     }
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().expect("runtime");
     rt.block_on(async {
-        let (mut svc, events) = stack(&reg, config, &up);
-        let result = call(&mut svc, request(&groups[g.start])).await;
+        let result;
+        let events = match shape {
+            Shape::Bare => {
+                let (mut svc, events) = stack(&reg, config, &up);
+                result = call(&mut svc, request(&groups[g.start])).await;
+                events
+            }
+            Shape::OverRetry { via_retry } => {
+                let (mut svc, events) = stack_with_retry(&reg, config.replay_via_retry(via_retry), 1, &up);
+                result = call(&mut svc, request(&groups[g.start])).await;
+                events
+            }
+        };
         let events = events.lock().clone();
-        (result, events)
+        (result, events, up.seen())
     })
+}
+
+/// What a caller can observe of a result, to compare two runs.
+fn observed(result: &Result<Resp, BoxError>) -> String {
+    match result {
+        Ok(resp) => {
+            let s = served(resp);
+            let failed: Vec<_> = s.failed.iter().map(|r| (r.group.to_string(), r.outcome)).collect();
+            format!(
+                "ok {} {} hops={} attempts={} retries={} failed={failed:?}",
+                s.group, s.deployment, s.hops, s.attempts, s.retries
+            )
+        }
+        Err(err) => match RouteError::find(&**err) {
+            Some(e) => format!("err {:?} {} group={:?} trail={:?}", e.kind(), e.message(), e.group(), trail_groups(e)),
+            None => format!("untyped {err}"),
+        },
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Taking the retry layer's copy of the request changes nothing a caller or the upstream can
+    /// see: same answer or error, same events, same attempts in the same order with the same
+    /// context.
+    #[test]
+    fn over_a_retry_layer_its_copy_serves_the_hops_like_an_own_copy(g in graphs()) {
+        let (own, own_events, own_seen) = run_graph_as(&g, Shape::OverRetry { via_retry: false });
+        let (via, via_events, via_seen) = run_graph_as(&g, Shape::OverRetry { via_retry: true });
+        prop_assert_eq!(observed(&own), observed(&via));
+        prop_assert_eq!(format!("{own_events:?}"), format!("{via_events:?}"));
+        prop_assert_eq!(own_seen, via_seen);
+    }
 
     #[test]
     fn random_fallback_graphs_end_typed_without_revisits(g in graphs()) {

@@ -205,7 +205,9 @@ impl RouterBuilder<'_> {
         if let Some(seed) = self.seed.or(config.seed) {
             retry = retry.with_seed(seed.wrapping_add(1));
         }
-        let mut fallback_config = FallbackConfig::new().tables(config.fallbacks.clone());
+        // The retry layer sits directly below the fallback layer: the hops start from the copy of
+        // the request it keeps, so the call keeps one copy, not two.
+        let mut fallback_config = FallbackConfig::new().tables(config.fallbacks.clone()).replay_via_retry(true);
         if let Some(d) = config.settings.deadline {
             fallback_config = fallback_config.deadline(d);
         }

@@ -31,6 +31,13 @@ pub struct FallbackConfig {
     /// The whole call's time budget, set as [`RouteCtx::deadline`](crate::RouteCtx) when the
     /// request has none: retries, backoffs and fallbacks all share it.
     pub deadline: Option<Duration>,
+    /// Keep no copy of the request: take the one the [`RetryLayer`](crate::retry::RetryLayer)
+    /// directly below keeps for its retries, which it hands back with its final error. One copy
+    /// per call instead of two. Set it only when a retry layer sits below with nothing between
+    /// that changes the request (the hops would start from the request as the retry layer saw
+    /// it) and no other fallback layer between; without one, a call cannot fall back. The default
+    /// router sets it. Off by default.
+    pub replay_via_retry: bool,
 }
 
 impl FallbackConfig {
@@ -96,11 +103,31 @@ impl FallbackConfig {
         self.deadline = Some(budget);
         self
     }
+
+    /// Sets [`replay_via_retry`](Self::replay_via_retry): the hops start from the copy of the
+    /// request the retry layer directly below keeps, instead of a copy of this layer's own.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use switchyard_layers::{Registry, StateStore, fallback::{FallbackConfig, FallbackLayer}};
+    /// use switchyard_layers::retry::{RetryConfig, RetryLayer};
+    ///
+    /// let (registry, store) = (Arc::new(Registry::new()), Arc::new(StateStore::memory()));
+    /// let config = FallbackConfig::new().fallbacks("gpt-4o", ["gpt-4o-mini"]).replay_via_retry(true);
+    /// let stack = tower::ServiceBuilder::new()
+    ///     .layer(FallbackLayer::new(registry.clone(), config))
+    ///     .layer(RetryLayer::new(registry, store, RetryConfig::default())); // directly below
+    /// # let _ = stack;
+    /// ```
+    pub fn replay_via_retry(mut self, on: bool) -> Self {
+        self.replay_via_retry = on;
+        self
+    }
 }
 
 impl From<FallbackTables> for FallbackConfig {
     fn from(tables: FallbackTables) -> Self {
-        Self { tables, deadline: None }
+        Self { tables, deadline: None, replay_via_retry: false }
     }
 }
 

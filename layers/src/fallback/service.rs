@@ -93,8 +93,14 @@ where
         // one group (candidates, exclusions, selection) leaks into the next.
         // No table and no per-request list: nothing can take over, so keep no copy.
         let nowhere = shared.config.tables.is_empty() && ctx.facts().fallbacks.as_ref().is_none_or(Vec::is_empty);
-        let replay = if disabled || nowhere { None } else { Replay::of(&req) };
+        let via_retry = shared.config.replay_via_retry && !(disabled || nowhere);
+        if via_retry {
+            // The retry layer below hands its copy back with its final error.
+            ctx.hand_back_replay = true;
+        }
+        let replay = if disabled || nowhere || via_retry { None } else { Replay::of(&req) };
         let origin = match replay {
+            _ if via_retry => Origin::FromRetry,
             Some(replay) if replay.route_ctx().is_some() => Origin::Replay(replay),
             _ => {
                 let ctx = req.route_ctx().expect("checked above");
@@ -132,6 +138,8 @@ enum Origin<R> {
     /// The request as it arrived, to copy per hop; its context holds the name the call started at,
     /// the call's trail and the request's own fallback list.
     Replay(Replay<R>),
+    /// The same, handed back by the retry layer below with its final error (`replay_via_retry`).
+    FromRetry,
     /// No hop can be made: what the error needs.
     Fixed {
         trail: CallTrail,
@@ -162,16 +170,23 @@ where
 {
     let Hops { spare, origin, deadline, base_hop } = hops_state;
     let (original, trail, first, per_request) = match origin {
-        Origin::Replay(replay) => {
-            let ctx = replay.route_ctx().expect("a replay with a context, checked by the service");
+        Origin::Fixed { trail, first } => (None, trail, first, None),
+        origin => {
+            let replay = match origin {
+                Origin::Replay(replay) => Some(replay),
+                _ => Replay::take_from(&mut err),
+            };
+            // Without a copy (no retry layer below handed one back) no hop can be made: the error
+            // goes up as it came.
+            let Some(ctx) = replay.as_ref().and_then(Replay::route_ctx) else { return Err(err) };
             let (trail, first, per_request) =
                 (ctx.call_trail(), ctx.target_name().clone(), ctx.facts().fallbacks.clone());
-            (Some(replay), trail, first, per_request)
+            (replay, trail, first, per_request)
         }
-        Origin::Fixed { trail, first } => (None, trail, first, None),
     };
     let shared = &*spare.layer;
-    let mut inner = spare.service();
+    // The service for the hops, cloned from the spare at the first hop.
+    let mut inner: Option<S> = None;
     let tables = &shared.config.tables;
     let mut plan = Plan::new(tables, &shared.registry, per_request);
     let mut at = plan.start(first);
@@ -198,6 +213,7 @@ where
         // A fresh copy per hop; no reference to the original is held across an await, so `R`
         // need not be `Sync`.
         let Some(mut next) = original.as_ref().and_then(Replay::next) else { break };
+        let inner = inner.get_or_insert_with(|| spare.service());
         if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
             // The inner service is gone; no hop can be made.
             err = e.into();
@@ -278,6 +294,8 @@ impl Failure<'_> {
     /// its message also names them.
     fn into_error(self, err: BoxError, trail: Vec<AttemptRecord>) -> RouteError {
         let mut last = RouteError::from_boxed(err);
+        // The copy a retry layer below handed back stays inside the stack.
+        drop(last.take_replay());
         if last.group().is_none() {
             last = last.with_group(self.at.group.clone());
         }

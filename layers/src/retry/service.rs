@@ -149,21 +149,22 @@ where
     S::Error: Into<BoxError>,
 {
     let shared = &*spare.layer.shared;
-    let mut inner = spare.service();
     // Built at the first failure: the replay is pristine, so it sees the context the call started
     // with.
     let mut session = Session::new(shared, replay.route_ctx().expect("checked by the service"), seed);
+    // The service for the retries, cloned from the spare at the first retry.
+    let mut inner: Option<S> = None;
     let mut retries = 0u32;
-    loop {
+    let last = loop {
         let wait = match session.after_failure(&err, retries).await {
             Ok(wait) => wait,
-            Err(stop) => return Err(session.give_up(err, stop)),
+            Err(stop) => break session.give_up(err, stop),
         };
         let Some(mut next) = replay.next() else {
-            return Err(session.give_up(err, Stop::NotReplayable));
+            break session.give_up(err, Stop::NotReplayable);
         };
         if !session.withdraw() {
-            return Err(session.give_up(err, Stop::Budget));
+            break session.give_up(err, Stop::Budget);
         }
         session.prepare(&mut next);
         retries += 1;
@@ -180,8 +181,9 @@ where
             sleep(wait).await;
         }
         // Only the first call may use the readiness `poll_ready` gave; every retry waits for its own.
+        let inner = inner.get_or_insert_with(|| spare.service());
         if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
-            return Err(session.give_up(e.into(), Stop::NotReady));
+            break session.give_up(e.into(), Stop::NotReady);
         }
         err = match inner.call(next).await {
             Ok(mut resp) => {
@@ -192,7 +194,9 @@ where
             }
             Err(e) => e.into(),
         };
-    }
+    };
+    // A fallback layer above that keeps no copy of its own takes this one for its hops.
+    Err(replay.hand_back(last))
 }
 
 /// What one call remembers between its attempts.
