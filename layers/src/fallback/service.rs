@@ -101,7 +101,7 @@ where
         let replay = if disabled || nowhere || via_retry { None } else { Replay::of(&req) };
         let origin = match replay {
             _ if via_retry => Origin::FromRetry,
-            Some(replay) if replay.route_ctx().is_some() => Origin::Replay(replay),
+            Some(replay) if replay.route_ctx().is_some() => Origin::Replay(Box::new(replay)),
             _ => {
                 let ctx = req.route_ctx().expect("checked above");
                 Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() }
@@ -137,7 +137,7 @@ pub(crate) struct Hops<S, R> {
 enum Origin<R> {
     /// The request as it arrived, to copy per hop; its context holds the name the call started at,
     /// the call's trail and the request's own fallback list.
-    Replay(Replay<R>),
+    Replay(Box<Replay<R>>),
     /// The same, handed back by the retry layer below with its final error (`replay_via_retry`).
     FromRetry,
     /// No hop can be made: what the error needs.
@@ -173,7 +173,7 @@ where
         Origin::Fixed { trail, first } => (None, trail, first, None),
         origin => {
             let replay = match origin {
-                Origin::Replay(replay) => Some(replay),
+                Origin::Replay(replay) => Some(*replay),
                 _ => Replay::take_from(&mut err),
             };
             // Without a copy (no retry layer below handed one back) no hop can be made: the error

@@ -108,7 +108,7 @@ where
         };
         // The first attempt goes to the ready service at once; the retries to clones of the spare.
         let fut = self.inner.call(req);
-        ResponseFuture::first(fut, Retries { spare: self.spare.clone(), seed, replay })
+        ResponseFuture::first(fut, Retries { spare: self.spare.clone(), seed, replay: Box::new(replay) })
     }
 }
 
@@ -117,7 +117,7 @@ where
 pub(crate) struct Retries<S, R> {
     spare: Arc<Spare<RetryLayer, S>>,
     seed: u64,
-    replay: Replay<R>,
+    replay: Box<Replay<R>>,
 }
 
 impl<S, R> Retries<S, R>
@@ -132,7 +132,7 @@ where
         self,
         err: BoxError,
     ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
-        Box::pin(retry_in_group(self.spare, self.seed, self.replay, err))
+        Box::pin(retry_in_group(self.spare, self.seed, *self.replay, err))
     }
 }
 
