@@ -14,7 +14,7 @@ use std::{
     fmt,
     sync::{
         Arc, OnceLock,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
     },
     time::Duration,
 };
@@ -22,7 +22,7 @@ use std::{
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use crate::{BoxError, Candidates, Deployment, DeploymentId, Group, Outcome, RouteError};
+use crate::{Candidates, Deployment, DeploymentId, Group, Outcome, RouteError};
 
 /// What a request carries: a [`RouteCtx`], and a way to be cloned for a retry.
 ///
@@ -134,20 +134,25 @@ impl<R: RouteRequest> Replay<R> {
         Some(next)
     }
 
-    /// Puts this copy into `err`, the retry layer's final error, for the fallback layer above when
-    /// that layer asked for it (it keeps no copy of its own then); otherwise drops it.
-    pub(crate) fn hand_back(self, err: BoxError) -> BoxError {
-        if !self.route_ctx().is_some_and(|c| c.hand_back_replay) {
-            return err;
-        }
-        RouteError::from_boxed(err).with_replay(Box::new(std::sync::Mutex::new(self))).into()
+    /// Hands this copy, the retry layer's when it gives up, to the fallback layer above when that
+    /// layer asked for it (it keeps no copy of its own then): into the call's shared state, where
+    /// that layer takes it; otherwise drops it. Nothing of it rides on the error.
+    pub(crate) fn hand_back(self) {
+        let Some(ctx) = self.route_ctx().filter(|c| c.hand_back_replay) else { return };
+        let call = ctx.call.clone();
+        // Whatever an earlier attempt left there is dropped outside the lock.
+        let earlier = call.hand_back.lock().replace(Box::new(self));
+        call.handed_back.store(true, Ordering::Release);
+        drop(earlier);
     }
 
-    /// The copy a retry layer below handed back in `err`, taken out of it.
-    pub(crate) fn take_from(err: &mut BoxError) -> Option<Self> {
-        let any = err.downcast_mut::<RouteError>()?.take_replay()?;
-        let slot = any.downcast::<std::sync::Mutex<Self>>().ok()?;
-        Some(slot.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner))
+    /// The copy a retry layer below handed back into `trail`'s call, taken out of it.
+    pub(crate) fn take_from(trail: &CallTrail) -> Option<Self> {
+        if !trail.0.handed_back.load(Ordering::Acquire) {
+            return None;
+        }
+        let any = trail.0.hand_back.lock().take()?;
+        any.downcast::<Self>().ok().map(|b| *b)
     }
 }
 
@@ -301,6 +306,13 @@ struct CallState {
     facts: RequestFacts,
     attempts: AtomicU32,
     trail: Mutex<Vec<AttemptRecord>>,
+    /// The request copy a retry layer handed back to the fallback layer above it
+    /// (`FallbackConfig::replay_via_retry`). While it is here it holds this state (a cycle): the
+    /// fallback layer takes it at its call's first failure and empties it when its part of the
+    /// call ends ([`HandBack`]).
+    hand_back: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+    /// Whether `hand_back` was ever filled: a call that never failed checks this flag, not the lock.
+    handed_back: AtomicBool,
 }
 
 impl fmt::Debug for CallState {
@@ -348,7 +360,8 @@ pub struct RouteCtx {
     pub default_max_parallel_requests: Option<u32>,
     /// Set by a fallback layer that keeps no copy of the request
     /// ([`FallbackConfig::replay_via_retry`](crate::fallback::FallbackConfig::replay_via_retry)):
-    /// the retry layer below hands the copy it keeps back up with its final error.
+    /// the retry layer below hands the copy it keeps back into the call's shared state when it
+    /// gives up.
     pub(crate) hand_back_replay: bool,
     /// The requested name, the facts, the attempt counter and the trail.
     call: Arc<CallState>,
@@ -391,7 +404,14 @@ impl RouteCtx {
             reserve_tokens: 0,
             default_max_parallel_requests: None,
             hand_back_replay: false,
-            call: Arc::new(CallState { requested, facts, attempts: AtomicU32::new(0), trail: Mutex::new(Vec::new()) }),
+            call: Arc::new(CallState {
+                requested,
+                facts,
+                attempts: AtomicU32::new(0),
+                trail: Mutex::new(Vec::new()),
+                hand_back: Mutex::new(None),
+                handed_back: AtomicBool::new(false),
+            }),
         }
     }
 
@@ -501,6 +521,25 @@ impl CallTrail {
     /// The attempts so far, oldest first.
     pub fn records(&self) -> Vec<AttemptRecord> {
         self.0.trail.lock().clone()
+    }
+
+    /// The call's request facts.
+    pub(crate) fn facts(&self) -> &RequestFacts {
+        &self.0.facts
+    }
+}
+
+/// The fallback layer's hold on the call's hand-back slot (`replay_via_retry`): empties it when
+/// the layer's part of the call ends, however it ends, so a copy handed back and never taken does
+/// not keep the call's state alive through the cycle between them.
+pub(crate) struct HandBack(pub(crate) CallTrail);
+
+impl Drop for HandBack {
+    fn drop(&mut self) {
+        if self.0.0.handed_back.load(Ordering::Acquire) {
+            let left = self.0.0.hand_back.lock().take();
+            drop(left);
+        }
     }
 }
 

@@ -12,7 +12,7 @@
 //! assert!(route.to_string().contains("gpt-4o"));
 //! ```
 
-use std::{any::Any, error::Error as StdError, fmt, sync::Arc, time::Duration};
+use std::{error::Error as StdError, fmt, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -86,9 +86,6 @@ struct Inner {
     known: Vec<String>,
     trail: Vec<AttemptRecord>,
     source: Option<BoxError>,
-    /// A copy of the request the retry layer kept, handed back to the fallback layer above it
-    /// (see [`RouteCtx`](crate::RouteCtx)'s `hand_back_replay`); never leaves the stack.
-    replay: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl RouteError {
@@ -107,7 +104,6 @@ impl RouteError {
                 known: Vec::new(),
                 trail: Vec::new(),
                 source: None,
-                replay: None,
             }),
         }
     }
@@ -162,17 +158,6 @@ impl RouteError {
     pub fn with_trail(mut self, trail: Vec<AttemptRecord>) -> Self {
         self.inner.trail = trail;
         self
-    }
-
-    /// Carries `replay` (a request copy) up to a fallback layer; see `hand_back_replay`.
-    pub(crate) fn with_replay(mut self, replay: Box<dyn Any + Send + Sync>) -> Self {
-        self.inner.replay = Some(replay);
-        self
-    }
-
-    /// Takes the request copy this error carries, if any.
-    pub(crate) fn take_replay(&mut self) -> Option<Box<dyn Any + Send + Sync>> {
-        self.inner.replay.take()
     }
 
     /// Attaches the underlying cause.

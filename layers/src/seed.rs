@@ -51,8 +51,11 @@ impl SeedSource {
 
     /// The next generator.
     pub fn rng(&self) -> SmallRng {
-        if self.per_thread {
-            let seed = THREAD_SEEDS.with(|g| g.borrow_mut().next_u64());
+        // The per-thread generator is gone while the thread's locals are torn down: the counter
+        // serves then.
+        if self.per_thread
+            && let Ok(seed) = THREAD_SEEDS.try_with(|g| g.borrow_mut().next_u64())
+        {
             return SmallRng::seed_from_u64(seed ^ self.root);
         }
         let n = self.counter.fetch_add(1, Ordering::Relaxed);

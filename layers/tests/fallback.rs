@@ -132,14 +132,58 @@ fn stack_with_retry(
     num_retries: u32,
     upstream: &Upstream,
 ) -> (impl Service<Req, Response = Resp, Error = BoxError> + Clone + Send + 'static, Arc<Mutex<Vec<FallbackEvent>>>) {
+    stack_over_retry(registry, config, RetryConfig::default().num_retries(num_retries), Between::Nothing, upstream)
+}
+
+/// What a layer between the fallback and the retry layers does with an error.
+#[derive(Clone, Copy, Debug)]
+enum Between {
+    Nothing,
+    /// Wraps it in another error type (as a `map_err` or a timeout layer would).
+    WrapErrors,
+    /// Answers instead (as a layer serving a canned response would).
+    SwallowErrors,
+}
+
+/// An error wrapping another.
+#[derive(Debug)]
+struct Wrapped(BoxError);
+
+impl std::fmt::Display for Wrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "wrapped: {}", self.0)
+    }
+}
+
+impl std::error::Error for Wrapped {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// The fallback layer over `between` over a retry layer with `retry` over the select layer.
+fn stack_over_retry(
+    registry: &Arc<Registry>,
+    config: FallbackConfig,
+    retry: RetryConfig,
+    between: Between,
+    upstream: &Upstream,
+) -> (impl Service<Req, Response = Resp, Error = BoxError> + Clone + Send + 'static, Arc<Mutex<Vec<FallbackEvent>>>) {
     let events: Arc<Mutex<Vec<FallbackEvent>>> = Arc::default();
     let sink = events.clone();
     let fallback = FallbackLayer::new(registry.clone(), config).on_event(move |e| sink.lock().push(e.clone()));
+    let between = tower::util::MapResultLayer::new(move |r: Result<Resp, BoxError>| match (between, r) {
+        (Between::WrapErrors, Err(e)) => Err(Box::new(Wrapped(e)) as BoxError),
+        (Between::SwallowErrors, Err(_)) => Ok(http::Response::new(RouteBody::from("canned"))),
+        (_, r) => r,
+    });
     let store = Arc::new(StateStore::memory());
-    let retry =
-        RetryLayer::new(registry.clone(), store.clone(), RetryConfig::default().num_retries(num_retries)).with_seed(2);
+    let retry = RetryLayer::new(registry.clone(), store.clone(), retry).with_seed(2);
     let select = SelectLayer::new(registry.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1);
-    (ServiceBuilder::new().layer(fallback).layer(retry).layer(select).service(upstream.service()), events)
+    (
+        ServiceBuilder::new().layer(fallback).layer(between).layer(retry).layer(select).service(upstream.service()),
+        events,
+    )
 }
 
 fn request(model: &str) -> Req {
@@ -484,12 +528,66 @@ async fn with_the_retry_layers_copy_the_final_error_holds_no_copy_of_the_request
 }
 
 #[tokio::test(start_paused = true)]
+async fn with_the_retry_layers_copy_hops_keep_the_calls_deadline_not_the_first_groups() {
+    // The retry layer sets a deadline of its own for the first group; a hop starts with the
+    // deadline the fallback layer saw (none here), as it does from its own copy.
+    let reg = registry(&["a", "b"]);
+    let mut deadlines = Vec::new();
+    for via_retry in [false, true] {
+        let up = Upstream::failing(&["a-d"], Outcome::ServerError).slow(Duration::from_secs(6));
+        let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(via_retry);
+        let retry = RetryConfig::default().num_retries(0).deadline(Duration::from_secs(10));
+        let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::Nothing, &up);
+        let start = Instant::now();
+        call(&mut svc, request("a")).await.expect("b answers");
+        let seen = up.seen();
+        assert_eq!(seen.len(), 2);
+        deadlines.push(seen.iter().map(|s| s.deadline.map(|d| d - start)).collect::<Vec<_>>());
+    }
+    assert_eq!(deadlines[0], [Some(Duration::from_secs(10)), Some(Duration::from_secs(16))]);
+    assert_eq!(deadlines[0], deadlines[1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_retry_layers_copy_an_error_wrapped_on_the_way_up_still_falls_back() {
+    let reg = registry(&["a", "b"]);
+    let up = Upstream::failing(&["a-d"], Outcome::ServerError);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let retry = RetryConfig::default().num_retries(0);
+    let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::WrapErrors, &up);
+    let marker = Arc::new(());
+    let mut req = request("a");
+    req.extensions_mut().insert(marker.clone());
+    let resp = call(&mut svc, req).await.expect("b answers");
+    assert_eq!((&*served(&resp).group, served(&resp).hops), ("b", 1));
+    drop(resp);
+    assert_eq!(Arc::strong_count(&marker), 1, "a copy of the request outlived the call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_handed_back_and_never_taken_is_released_with_the_call() {
+    let reg = registry(&["a", "b"]);
+    let up = Upstream::failing(&["a-d"], Outcome::ServerError);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let retry = RetryConfig::default().num_retries(0);
+    let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::SwallowErrors, &up);
+    let marker = Arc::new(());
+    let mut req = request("a");
+    req.extensions_mut().insert(marker.clone());
+    let resp = call(&mut svc, req).await.expect("the layer between answers");
+    drop(resp);
+    assert_eq!(Arc::strong_count(&marker), 1, "the copy handed back kept the call alive");
+}
+
+#[tokio::test(start_paused = true)]
 async fn taking_the_retry_layers_copy_without_a_retry_layer_makes_no_hop() {
     let reg = registry(&["a", "b"]);
     let up = Upstream::failing(&["a-d"], Outcome::ServerError);
     let (mut svc, events) = stack(&reg, FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true), &up);
     let err = call(&mut svc, request("a")).await.expect_err("no copy to hop with");
-    assert_eq!(route_error(&err, RouteErrorKind::Upstream).deployment().map(|d| d.as_str()), Some("a-d"));
+    let route = route_error(&err, RouteErrorKind::Upstream);
+    assert_eq!(route.deployment().map(|d| d.as_str()), Some("a-d"));
+    assert_eq!(trail_groups(route), ["a"], "the error still carries the call's trail");
     assert_eq!(hop_count(&events), 0);
 }
 

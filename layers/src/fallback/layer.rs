@@ -1,4 +1,11 @@
-use std::{fmt, sync::Arc, time::Duration};
+use std::{
+    fmt,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
 
 use tower_layer::Layer;
 
@@ -32,11 +39,12 @@ pub struct FallbackConfig {
     /// request has none: retries, backoffs and fallbacks all share it.
     pub deadline: Option<Duration>,
     /// Keep no copy of the request: take the one the [`RetryLayer`](crate::retry::RetryLayer)
-    /// directly below keeps for its retries, which it hands back with its final error. One copy
-    /// per call instead of two. Set it only when a retry layer sits below with nothing between
-    /// that changes the request (the hops would start from the request as the retry layer saw
-    /// it) and no other fallback layer between; without one, a call cannot fall back. The default
-    /// router sets it. Off by default.
+    /// directly below keeps for its retries, which it hands back through the call's shared state
+    /// when it gives up. One copy per call instead of two. Set it only when a retry layer sits
+    /// below with no layer between that changes the request (the hops would start from the
+    /// request as the retry layer saw it) or cancels the retry layer's future before it gives up,
+    /// and no other fallback layer between; a call whose first group fails without a copy handed
+    /// back cannot fall back (the layer warns once). The default router sets it. Off by default.
     pub replay_via_retry: bool,
 }
 
@@ -139,14 +147,38 @@ pub struct FallbackLayer {
 }
 
 /// What every service built by one layer shares.
-#[derive(Clone)]
 pub(crate) struct Shared {
     pub(crate) registry: Arc<Registry>,
     pub(crate) config: FallbackConfig,
     pub(crate) on_event: Option<EventHook>,
+    /// A call under `replay_via_retry` found no copy handed back (warned once).
+    no_copy: AtomicBool,
+}
+
+impl Clone for Shared {
+    fn clone(&self) -> Self {
+        let Shared { registry, config, on_event, no_copy } = self;
+        Self {
+            registry: registry.clone(),
+            config: config.clone(),
+            on_event: on_event.clone(),
+            no_copy: AtomicBool::new(no_copy.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl Shared {
+    /// Notes a call under `replay_via_retry` whose first group failed without a retry layer below
+    /// handing its copy of the request back: it cannot fall back. Warns the first time.
+    pub(crate) fn no_copy_came_back(&self) {
+        if !self.no_copy.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "fallback: replay_via_retry is set but no retry layer directly below handed a copy of the request back \
+                 (or the request cannot be copied); such calls cannot fall back"
+            );
+        }
+    }
+
     pub(crate) fn emit(&self, event: FallbackEvent) {
         if let Some(hook) = &self.on_event {
             hook(&event);
@@ -167,7 +199,7 @@ impl FallbackLayer {
     /// Fallbacks over `registry`'s groups (used to resolve table names, so an alias of a group
     /// already tried is not tried again) with `config`.
     pub fn new(registry: Arc<Registry>, config: FallbackConfig) -> Self {
-        Self { shared: Arc::new(Shared { registry, config, on_event: None }) }
+        Self { shared: Arc::new(Shared { registry, config, on_event: None, no_copy: AtomicBool::new(false) }) }
     }
 
     /// Calls `hook` on every hop, skipped target, and on the success or failure of a call that

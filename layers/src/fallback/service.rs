@@ -16,7 +16,8 @@ use super::{
     plan::{Plan, Position, Step},
 };
 use crate::{
-    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served, ctx::Replay,
+    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
+    ctx::{HandBack, Replay},
     spare::Spare,
 };
 
@@ -95,16 +96,20 @@ where
         let nowhere = shared.config.tables.is_empty() && ctx.facts().fallbacks.as_ref().is_none_or(Vec::is_empty);
         let via_retry = shared.config.replay_via_retry && !(disabled || nowhere);
         if via_retry {
-            // The retry layer below hands its copy back with its final error.
+            // The retry layer below hands its copy back into the call's state when it gives up.
             ctx.hand_back_replay = true;
         }
         let replay = if disabled || nowhere || via_retry { None } else { Replay::of(&req) };
         let origin = match replay {
-            _ if via_retry => Origin::FromRetry,
             Some(replay) if replay.route_ctx().is_some() => Origin::Replay(Box::new(replay)),
             _ => {
                 let ctx = req.route_ctx().expect("checked above");
-                Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() }
+                let (trail, first) = (ctx.call_trail(), ctx.target_name().clone());
+                if via_retry {
+                    Origin::FromRetry { hand_back: HandBack(trail), first }
+                } else {
+                    Origin::Fixed { trail, first }
+                }
             }
         };
         // The first group is served by the ready service at once; the hops by clones of the spare.
@@ -138,8 +143,13 @@ enum Origin<R> {
     /// The request as it arrived, to copy per hop; its context holds the name the call started at,
     /// the call's trail and the request's own fallback list.
     Replay(Box<Replay<R>>),
-    /// The same, handed back by the retry layer below with its final error (`replay_via_retry`).
-    FromRetry,
+    /// No copy kept: the retry layer below hands its own back into the call's state when it gives
+    /// up (`replay_via_retry`); the hold empties that slot when this layer's part of the call ends.
+    FromRetry {
+        hand_back: HandBack,
+        /// The name the call started at.
+        first: Arc<str>,
+    },
     /// No hop can be made: what the error needs.
     Fixed {
         trail: CallTrail,
@@ -169,21 +179,27 @@ where
     S::Future: Send,
 {
     let Hops { spare, origin, deadline, base_hop } = hops_state;
-    let (original, trail, first, per_request) = match origin {
-        Origin::Fixed { trail, first } => (None, trail, first, None),
-        origin => {
-            let replay = match origin {
-                Origin::Replay(replay) => Some(*replay),
-                _ => Replay::take_from(&mut err),
-            };
-            // Without a copy (no retry layer below handed one back) no hop can be made: the error
-            // goes up as it came.
-            let Some(ctx) = replay.as_ref().and_then(Replay::route_ctx) else { return Err(err) };
-            let (trail, first, per_request) =
-                (ctx.call_trail(), ctx.target_name().clone(), ctx.facts().fallbacks.clone());
-            (replay, trail, first, per_request)
+    // Held to the end of the call's fallback part, when it empties the hand-back slot.
+    let mut _hold = None;
+    let (original, trail, first) = match origin {
+        Origin::Fixed { trail, first } => (None, trail, first),
+        Origin::Replay(replay) => {
+            let ctx = replay.route_ctx().expect("a replay with a context, checked by the service");
+            let (trail, first) = (ctx.call_trail(), ctx.target_name().clone());
+            (Some(*replay), trail, first)
+        }
+        Origin::FromRetry { hand_back, first } => {
+            let replay = Replay::take_from(&hand_back.0);
+            if replay.is_none() {
+                spare.layer.no_copy_came_back();
+            }
+            let trail = hand_back.0.clone();
+            _hold = Some(hand_back);
+            (replay, trail, first)
         }
     };
+    // Without a copy (not replayable, or no retry layer below handed one back) no hop is made.
+    let per_request = if original.is_some() { trail.facts().fallbacks.clone() } else { None };
     let shared = &*spare.layer;
     // The service for the hops, cloned from the spare at the first hop.
     let mut inner: Option<S> = None;
@@ -223,6 +239,9 @@ where
         if let Some(ctx) = next.route_ctx_mut() {
             ctx.hop_to(target.name.clone());
             ctx.hop = base_hop + hops;
+            // The call's deadline as this layer saw it: a retry layer's copy carries the deadline
+            // that layer set for the first group.
+            ctx.deadline = deadline;
         }
         let reason = outcome.map(|o| o.as_str()).or(kind.map(RouteErrorKind::as_str)).unwrap_or("error");
         tracing::info!(from = %at.name, to = %target.name, reason, table = %table, hop = hops, "fallback hop");
@@ -294,8 +313,6 @@ impl Failure<'_> {
     /// its message also names them.
     fn into_error(self, err: BoxError, trail: Vec<AttemptRecord>) -> RouteError {
         let mut last = RouteError::from_boxed(err);
-        // The copy a retry layer below handed back stays inside the stack.
-        drop(last.take_replay());
         if last.group().is_none() {
             last = last.with_group(self.at.group.clone());
         }

@@ -196,7 +196,8 @@ where
         };
     };
     // A fallback layer above that keeps no copy of its own takes this one for its hops.
-    Err(replay.hand_back(last))
+    replay.hand_back();
+    Err(last)
 }
 
 /// What one call remembers between its attempts.
