@@ -327,6 +327,28 @@ async fn clear_returns_what_memory_returns() {
     assert!(!redis.clear_cooldown(&p).await.unwrap(), "an expired plain cooldown does not");
 }
 
+/// The same for a bench with growth whose deadline passed: the deployment is half-open locally
+/// (waiting for a probe), and a resync reading the absent record must not make it available.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_open_bench_whose_script_failed_survives_the_next_resync() {
+    let server = RedisServer::start();
+    let ns = namespace("oom-half-open");
+    let store =
+        connected(config(&server.url(), &ns).resync_interval(Duration::from_millis(100)), StoreConfig::default()).await;
+    let d = id("failing-half-open");
+    assert_eq!(state(&store, &d).await, CooldownState::Available);
+    assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
+    let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
+    let c = store.bench(&d, Duration::from_millis(100), "500".into(), Some(500), growth).await.unwrap();
+    assert_eq!(c.strikes, 1, "benched locally");
+    // Past the deadline (the cooldown's own, not a sync): half-open, waiting for a probe, and so
+    // for ten resync intervals more.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(state(&store, &d).await, CooldownState::HalfOpen { strikes: 1, probing: false });
+    let lifted = wait_state(&store, &d, Duration::from_secs(1), |s| *s == CooldownState::Available).await;
+    assert!(lifted.is_none(), "the half-open state set locally was lifted by a resync");
+}
+
 /// A message with a revision far ahead of the server's counter (a bogus message, or a counter
 /// that restarted) must not freeze the mirror: the periodic re-read sees the server's current
 /// revision below the mirror's and accepts the read, repairing the mirror within

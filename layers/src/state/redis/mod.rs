@@ -830,14 +830,16 @@ impl Shared {
             "del" => (CooldownState::Available, None),
             _ => return None,
         };
-        // A cooldown this replica set while Redis did not take it is not lifted or shortened by
-        // Redis's older view; it is pushed (extending) as soon as Redis takes writes.
+        // A cooldown this replica set while Redis did not take it is not lifted, shortened or
+        // stripped of its half-open state by Redis's older view, during its deadline or after it
+        // (half-open, waiting for a probe); it is pushed (extending) as soon as Redis takes writes.
         if self.offline.contains_key(&id)
-            && let Some((mine, _)) = self.local.record(&id)
-            && mine.until > local_now
-            && record.as_ref().is_none_or(|(theirs, _, _)| theirs.until < mine.until)
+            && let Some((mine, mine_half_open)) = self.local.record(&id)
+            && record.as_ref().is_none_or(|(theirs, theirs_half_open, _)| {
+                theirs.until < mine.until || (mine_half_open && !theirs_half_open)
+            })
         {
-            return Some(CooldownState::CoolingDown(mine));
+            return self.local.cooldown_states(std::slice::from_ref(&id)).pop();
         }
         // The revision check and the mirror write happen under the revision entry's lock, so two
         // messages applied at once cannot land in the wrong order.
