@@ -190,6 +190,15 @@ fn request(model: &str) -> Req {
     with_ctx(RouteCtx::new(model))
 }
 
+/// A request for `model` carrying a marker every copy of the request clones: its strong count
+/// is 1 again once no copy is left.
+fn marked_request(model: &str) -> (Req, Arc<()>) {
+    let marker = Arc::new(());
+    let mut req = request(model);
+    req.extensions_mut().insert(marker.clone());
+    (req, marker)
+}
+
 fn request_with(model: &str, facts: RequestFacts) -> Req {
     with_ctx(RouteCtx::with_facts(model, facts))
 }
@@ -518,10 +527,7 @@ async fn with_the_retry_layers_copy_the_final_error_holds_no_copy_of_the_request
     let up = Upstream::failing(&["a1", "b1"], Outcome::ServerError);
     let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
     let (mut svc, _) = stack_with_retry(&reg, config, 0, &up);
-    // Every copy of the request holds a clone of this extension.
-    let marker = Arc::new(());
-    let mut req = request("a");
-    req.extensions_mut().insert(marker.clone());
+    let (req, marker) = marked_request("a");
     let err = call(&mut svc, req).await.expect_err("every group fails");
     assert_eq!(trail_groups(route_error(&err, RouteErrorKind::Upstream)), ["a", "b"]);
     assert_eq!(Arc::strong_count(&marker), 1, "a copy of the request outlived the call inside its error");
@@ -555,9 +561,7 @@ async fn with_the_retry_layers_copy_an_error_wrapped_on_the_way_up_still_falls_b
     let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
     let retry = RetryConfig::default().num_retries(0);
     let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::WrapErrors, &up);
-    let marker = Arc::new(());
-    let mut req = request("a");
-    req.extensions_mut().insert(marker.clone());
+    let (req, marker) = marked_request("a");
     let resp = call(&mut svc, req).await.expect("b answers");
     assert_eq!((&*served(&resp).group, served(&resp).hops), ("b", 1));
     drop(resp);
@@ -571,9 +575,7 @@ async fn a_copy_handed_back_and_never_taken_is_released_with_the_call() {
     let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
     let retry = RetryConfig::default().num_retries(0);
     let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::SwallowErrors, &up);
-    let marker = Arc::new(());
-    let mut req = request("a");
-    req.extensions_mut().insert(marker.clone());
+    let (req, marker) = marked_request("a");
     let resp = call(&mut svc, req).await.expect("the layer between answers");
     drop(resp);
     assert_eq!(Arc::strong_count(&marker), 1, "the copy handed back kept the call alive");
