@@ -22,11 +22,6 @@ use switchyard::{
 };
 use tracing_subscriber::{EnvFilter, layer::SubscriberExt, util::SubscriberInitExt};
 
-// glibc's malloc keeps what a burst of connections allocated and spends a sixth of the gateway's
-// CPU at high rates; mimalloc gives memory back and allocates faster (docs/performance.md, L2).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const USAGE: &str =
     "usage: gateway --config <config.yaml> [--port <port, default 4000>] [--host <address, default 127.0.0.1>]";
 
