@@ -153,22 +153,24 @@ where
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
-        // Everything up to the cooldown read is synchronous: done here, so the common call (nothing
-        // benched anywhere) calls the ready inner service directly and needs no boxed future.
+        // Everything up to the cooldown read is synchronous: done here, so the common call (none of
+        // its candidates benched) calls the ready inner service directly and needs no boxed future.
         let Some(ctx) = req.route_ctx_mut() else {
             return failed(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx").into());
         };
         let stream = ctx.facts().stream;
-        let any = match ctx.resolve_candidates(&self.shared.registry) {
-            Ok(candidates) => !candidates.is_empty(),
-            Err(e) => return failed(e.into()),
-        };
+        if let Err(e) = ctx.resolve_candidates(&self.shared.registry) {
+            return failed(e.into());
+        }
         let group = ctx.group.clone().expect("resolved with the candidates");
         if self.shared.config.disabled {
             return ResponseFuture::passthrough(self.inner.call(req));
         }
-        // Fast path: nothing is benched anywhere (a local check), so nothing to filter.
-        if !any || !self.shared.store.may_have_cooldowns() {
+        // Fast path: none of the candidates is benched (a local check: one load when nothing is
+        // benched anywhere, else a lookup per candidate in the list of benched deployments), so
+        // nothing to filter.
+        let candidates = ctx.candidates.as_ref().expect("resolved");
+        if !self.shared.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
             let record = Record { shared: self.shared.clone(), group, claim: None, stream };
             return ResponseFuture::attempt(self.inner.call(req), record);
         }

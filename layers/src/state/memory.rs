@@ -5,6 +5,7 @@ use std::{
     time::Duration,
 };
 
+use arc_swap::ArcSwap;
 use dashmap::DashMap;
 use tokio::time::Instant;
 
@@ -60,6 +61,13 @@ pub(super) struct MemoryBackend {
     /// How many records `benches` holds, kept beside it: the per-attempt "anything benched?"
     /// check is one load instead of a read lock on every shard (which cores contend on).
     benched: std::sync::atomic::AtomicUsize,
+    /// The ids `benches` holds, sorted: the per-call "is any of these candidates benched?" check
+    /// reads this list instead of every candidate's record. Rebuilt from the map, under
+    /// `benched_ids_lock`, after every change that adds or removes a record (rare: a deployment
+    /// benched, cleared, or found expired), before that change's method returns; a rebuild reads
+    /// the map as it is then, so the last one always matches it.
+    benched_ids: ArcSwap<Box<[DeploymentId]>>,
+    benched_ids_lock: parking_lot::Mutex<()>,
     usage: super::IdMap<SlidingWindow>,
     outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
@@ -75,6 +83,8 @@ impl MemoryBackend {
             config,
             benches: super::IdMap::default(),
             benched: std::sync::atomic::AtomicUsize::new(0),
+            benched_ids: ArcSwap::from_pointee(Box::default()),
+            benched_ids_lock: parking_lot::Mutex::new(()),
             usage: super::IdMap::default(),
             outcomes: super::IdMap::default(),
             spend: DashMap::new(),
@@ -85,6 +95,14 @@ impl MemoryBackend {
 
     fn changed(&self) {
         self.changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Rebuilds `benched_ids` from the map; called with no shard of `benches` held.
+    fn records_changed(&self) {
+        let _rebuild = self.benched_ids_lock.lock();
+        let mut ids: Vec<DeploymentId> = self.benches.iter().map(|e| e.key().clone()).collect();
+        ids.sort_unstable();
+        self.benched_ids.store(Arc::new(ids.into_boxed_slice()));
     }
 
     pub(super) fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -102,6 +120,7 @@ impl MemoryBackend {
     ) {
         if self.benches.insert(id.clone(), Bench { cooldown, half_open, probe_until }).is_none() {
             self.benched.fetch_add(1, Relaxed);
+            self.records_changed();
         }
         self.changed();
     }
@@ -133,34 +152,54 @@ impl MemoryBackend {
         self.benched.load(Relaxed) > 0
     }
 
+    pub(super) fn may_have_cooldowns_among<'a>(&self, ids: impl IntoIterator<Item = &'a DeploymentId>) -> bool {
+        if !self.may_have_cooldowns() {
+            return false;
+        }
+        let benched = self.benched_ids.load();
+        ids.into_iter().any(|id| benched.binary_search(id).is_ok())
+    }
+
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
         if !self.may_have_cooldowns() {
             return vec![CooldownState::Available; ids.len()];
         }
         let now = Instant::now();
-        ids.iter()
+        let mut dropped = false;
+        let states = ids
+            .iter()
             .map(|id| {
                 let state = self.benches.get(id).map_or(CooldownState::Available, |b| b.state(now));
                 if state == CooldownState::Available {
                     // Expired plain cooldowns are dropped on read, which keeps the map bounded.
                     if self.benches.remove_if(id, |_, b| b.state(now) == CooldownState::Available).is_some() {
                         self.benched.fetch_sub(1, Relaxed);
+                        dropped = true;
                     }
                 }
                 state
             })
-            .collect()
+            .collect();
+        if dropped {
+            self.records_changed();
+        }
+        states
     }
 
     pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, CooldownState)> {
         let now = Instant::now();
+        let mut dropped = false;
         self.benches.retain(|_, b| {
             let keep = b.state(now) != CooldownState::Available;
             if !keep {
                 self.benched.fetch_sub(1, Relaxed);
+                dropped = true;
             }
             keep
         });
+        if dropped {
+            self.records_changed();
+        }
         let mut all: Vec<_> = self.benches.iter().map(|e| (e.key().clone(), e.value().state(now))).collect();
         all.sort_by_key(|(_, s)| match s {
             CooldownState::CoolingDown(c) => Some(c.until),
@@ -178,8 +217,10 @@ impl MemoryBackend {
         growth: Option<Growth>,
     ) -> Cooldown {
         let now = Instant::now();
+        let mut added = false;
         let mut entry = self.benches.entry(id.clone()).or_insert_with(|| {
             self.benched.fetch_add(1, Relaxed);
+            added = true;
             Bench {
                 cooldown: Cooldown { until: now, reason: reason.clone(), status, strikes: 0 },
                 half_open: false,
@@ -200,6 +241,9 @@ impl MemoryBackend {
         entry.probe_until = None;
         let cooldown = entry.cooldown.clone();
         drop(entry);
+        if added {
+            self.records_changed();
+        }
         self.changed();
         cooldown
     }
@@ -231,6 +275,7 @@ impl MemoryBackend {
         let removed = self.benches.remove(id);
         if removed.is_some() {
             self.benched.fetch_sub(1, Relaxed);
+            self.records_changed();
             self.changed();
         }
         removed.is_some_and(|(_, b)| b.state(now) != CooldownState::Available)

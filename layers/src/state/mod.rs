@@ -401,6 +401,29 @@ impl StateStore {
         self.mirror().may_have_cooldowns()
     }
 
+    /// The same check for a few deployments: `false` only when none of `ids` is cooling down or
+    /// half-open, so the cooldown layer can skip its read for a group none of whose deployments
+    /// is benched while others are. Local (with Redis, the mirror); it costs a binary search per
+    /// id in the list of benched deployments, not a read of each id's record.
+    ///
+    /// ```
+    /// use std::{sync::Arc, time::Duration};
+    /// use switchyard_layers::{DeploymentId, StateStore};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), switchyard_layers::state::StoreError> {
+    /// let store = StateStore::memory();
+    /// let (a, b) = (DeploymentId::from("a"), DeploymentId::from("b"));
+    /// store.bench(&a, Duration::from_secs(5), Arc::from("rate limited"), Some(429), None).await?;
+    /// assert!(store.may_have_cooldowns_among([&a, &b]));
+    /// assert!(!store.may_have_cooldowns_among([&b]));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn may_have_cooldowns_among<'a>(&self, ids: impl IntoIterator<Item = &'a DeploymentId>) -> bool {
+        self.mirror().may_have_cooldowns_among(ids)
+    }
+
     /// The cooldown state of `ids`, in the same order (one read for many ids; half-open states
     /// included; with Redis, from the local mirror).
     pub async fn cooldown_states(&self, ids: &[DeploymentId]) -> Result<Vec<CooldownState>, StoreError> {
@@ -699,6 +722,72 @@ mod tests {
         tokio::time::advance(Duration::from_secs(2)).await;
         assert!(store.all_cooldowns().await.unwrap().is_empty());
         assert!(!store.may_have_cooldowns());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_check_among_candidates_sees_only_their_own_cooldowns() {
+        let store = StateStore::memory();
+        let [a, b, c] = ["a", "b", "c"].map(DeploymentId::from);
+        assert!(!store.may_have_cooldowns_among([&a, &b, &c]));
+        store.set_cooldown(&b, Duration::from_secs(5), "500".into(), Some(500)).await.unwrap();
+        assert!(store.may_have_cooldowns(), "something is benched somewhere");
+        assert!(!store.may_have_cooldowns_among([&a, &c]), "but none of these");
+        assert!(store.may_have_cooldowns_among([&a, &b]));
+        assert!(!store.may_have_cooldowns_among([]));
+        // Half-open records count until the probe clears them.
+        let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
+        store.bench(&c, Duration::from_secs(5), "503".into(), Some(503), growth).await.unwrap();
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert_eq!(
+            store.cooldown_states(&[b.clone(), c.clone()]).await.unwrap(),
+            vec![CooldownState::Available, CooldownState::HalfOpen { strikes: 1, probing: false }]
+        );
+        assert!(!store.may_have_cooldowns_among([&a, &b]), "b's expired record was dropped when read");
+        assert!(store.may_have_cooldowns_among([&c]));
+        assert!(store.clear_cooldown(&c).await.unwrap());
+        assert!(!store.may_have_cooldowns_among([&a, &b, &c]));
+        // An expired record not read yet still counts ("read to find out"); the read drops it.
+        store.set_cooldown(&a, Duration::from_secs(1), "x".into(), None).await.unwrap();
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert!(store.may_have_cooldowns_among([&a]));
+        assert!(store.all_cooldowns().await.unwrap().is_empty());
+        assert!(!store.may_have_cooldowns_among([&a]));
+    }
+
+    /// Benches and clears from several threads at once: once they are done, the list the check
+    /// reads holds exactly the deployments with a record, whatever the interleaving was.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_benched_list_matches_the_records_after_concurrent_changes() {
+        use rand::{Rng, SeedableRng, rngs::SmallRng};
+        let store = Arc::new(StateStore::memory());
+        let ids: Arc<[DeploymentId]> = (0..8).map(|i| DeploymentId::from(format!("d{i}"))).collect();
+        let tasks: Vec<_> = (0..4u64)
+            .map(|seed| {
+                let (store, ids) = (store.clone(), ids.clone());
+                tokio::spawn(async move {
+                    let mut rng = SmallRng::seed_from_u64(seed);
+                    for _ in 0..2_000 {
+                        let id = &ids[rng.random_range(0..ids.len())];
+                        if rng.random_bool(0.5) {
+                            store.set_cooldown(id, Duration::from_secs(600), "500".into(), Some(500)).await.unwrap();
+                        } else {
+                            store.clear_cooldown(id).await.unwrap();
+                        }
+                        if rng.random_range(0..64) == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let states = store.cooldown_states(&ids).await.unwrap();
+        for (id, state) in ids.iter().zip(states) {
+            let benched = !matches!(state, CooldownState::Available);
+            assert_eq!(store.may_have_cooldowns_among([id]), benched, "{id}: {state:?}");
+        }
     }
 
     #[test]
