@@ -53,7 +53,9 @@ def plain_log(ax, x=True, y=True):
 
 def subtitle(doc):
     m = doc.get("machine", {})
-    return f"{m.get('cpus', '?')} CPUs ({m.get('cpu', '?')}); {doc.get('pinning', '')}"
+    line = f"{m.get('cpus', '?')} CPUs ({m.get('cpu', '?')}); {doc.get('pinning', '')}"
+    idle = doc.get("idle")
+    return f"{line}\nidle states: {idle}" if idle else line
 
 
 def plot_latency(l2, out):
