@@ -125,7 +125,8 @@ fn service_call(c: &mut Criterion) {
 enum Cooling {
     /// None anywhere: the layer's local fast path, no read.
     None,
-    /// One deployment of another group: the group's states are read and nothing is dropped.
+    /// One deployment of another group: the layer checks the candidates against the list of
+    /// benched deployments, finds none of them there, and reads no state.
     Elsewhere,
     /// Every fourth deployment of the group: read, and a quarter dropped.
     Quarter,

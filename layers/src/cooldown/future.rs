@@ -17,9 +17,9 @@ type Response = http::Response<RouteBody>;
 pin_project! {
     /// The response future of [`Cooldown`](super::Cooldown).
     ///
-    /// When nothing is cooling down anywhere (the common case) the attempt's own future is polled
-    /// in place and its outcome recorded when it resolves: no box, no copy of the request. Only a
-    /// call that must read cooldown states (which may wait) runs as a boxed future.
+    /// When none of the call's candidates is cooling down (the common case) the attempt's own
+    /// future is polled in place and its outcome recorded when it resolves: no box, no copy of the
+    /// request. Only a call that must read cooldown states (which may wait) runs as a boxed future.
     pub struct ResponseFuture<F> {
         #[pin]
         kind: Kind<F>,

@@ -395,8 +395,9 @@ impl StateStore {
         }
     }
 
-    /// A cheap local check: `false` only when no deployment is cooling down or half-open anywhere,
-    /// so the cooldown layer can skip its read. `true` means "read to find out".
+    /// A cheap local check: `false` only when no deployment is cooling down or half-open anywhere.
+    /// `true` means "read to find out". (The cooldown layer asks
+    /// [`may_have_cooldowns_among`](Self::may_have_cooldowns_among) its candidates.)
     pub fn may_have_cooldowns(&self) -> bool {
         self.mirror().may_have_cooldowns()
     }
@@ -754,8 +755,9 @@ mod tests {
         assert!(!store.may_have_cooldowns_among([&a]));
     }
 
-    /// Benches and clears from several threads at once: once they are done, the list the check
-    /// reads holds exactly the deployments with a record, whatever the interleaving was.
+    /// Benches, clears and reads (which drop the records that ran out) from several threads at
+    /// once, on the real clock with cooldowns of at most 2 ms: once they are done, the list the
+    /// check reads holds exactly the deployments with a record, whatever the interleaving was.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_benched_list_matches_the_records_after_concurrent_changes() {
         use rand::{Rng, SeedableRng, rngs::SmallRng};
@@ -768,10 +770,20 @@ mod tests {
                     let mut rng = SmallRng::seed_from_u64(seed);
                     for _ in 0..2_000 {
                         let id = &ids[rng.random_range(0..ids.len())];
-                        if rng.random_bool(0.5) {
-                            store.set_cooldown(id, Duration::from_secs(600), "500".into(), Some(500)).await.unwrap();
-                        } else {
-                            store.clear_cooldown(id).await.unwrap();
+                        match rng.random_range(0..4) {
+                            0 => {
+                                let ttl = Duration::from_micros(rng.random_range(0..2_000));
+                                store.set_cooldown(id, ttl, "500".into(), Some(500)).await.unwrap();
+                            }
+                            1 => {
+                                store.clear_cooldown(id).await.unwrap();
+                            }
+                            2 => {
+                                store.cooldown_states(&ids).await.unwrap();
+                            }
+                            _ => {
+                                store.all_cooldowns().await.unwrap();
+                            }
                         }
                         if rng.random_range(0..64) == 0 {
                             tokio::task::yield_now().await;
@@ -783,6 +795,7 @@ mod tests {
         for t in tasks {
             t.await.unwrap();
         }
+        // A record found running now stays until it is read again; one found over is dropped.
         let states = store.cooldown_states(&ids).await.unwrap();
         for (id, state) in ids.iter().zip(states) {
             let benched = !matches!(state, CooldownState::Available);
