@@ -4,8 +4,9 @@
 //! cargo run --release --example demo -- [--requests 20000] [--concurrency 64] [--strategy NAME] [--seed N] [--serve]
 //! ```
 //!
-//! It starts OpenAI-compatible mock upstreams on 127.0.0.1 (healthy, slow, flaky with 30% 5xx,
-//! rate limited with 429 + Retry-After, a deployment that is down, and a fallback group), starts
+//! It starts mock upstreams on 127.0.0.1 (healthy, slow, flaky with 30% 5xx, rate limited with
+//! 429 + Retry-After, a deployment that is down, a fallback group, and a `claude` group on a mock
+//! that speaks Anthropic's Messages API, the cross-vendor fallback of the `gpt-4.1` outage), starts
 //! the Switchyard gateway on 127.0.0.1 with the in-memory store and a LiteLLM config pointing at
 //! them, drives traffic through HTTP with a progress bar, and prints per deployment: requests
 //! served, share against the configured weight, upstream errors, cooldowns, and the latency the
@@ -40,7 +41,7 @@ use switchyard::{
 };
 
 /// The upstreams: (deployment id, group, weight, what the mock does).
-const UPSTREAMS: [(&str, &str, u32, Behaviour); 7] = [
+const UPSTREAMS: [(&str, &str, u32, Behaviour); 8] = [
     ("azure-eastus", "gpt-4o", 4, Behaviour::Healthy { median_ms: 20, p99_ms: 60 }),
     ("azure-westeu", "gpt-4o", 3, Behaviour::Flaky { median_ms: 30, p99_ms: 80, rate: 0.3 }),
     ("openai", "gpt-4o", 2, Behaviour::RateLimited { median_ms: 40, p99_ms: 120, rate: 0.2 }),
@@ -48,10 +49,11 @@ const UPSTREAMS: [(&str, &str, u32, Behaviour); 7] = [
     ("azure-gpt41", "gpt-4.1", 1, Behaviour::Down),
     ("mini-a", "gpt-4o-mini", 1, Behaviour::Healthy { median_ms: 10, p99_ms: 30 }),
     ("mini-b", "gpt-4o-mini", 1, Behaviour::Healthy { median_ms: 15, p99_ms: 40 }),
+    ("claude", "claude", 1, Behaviour::Healthy { median_ms: 40, p99_ms: 120 }),
 ];
 
 /// Every fifth request asks for `gpt-4.1`, whose only deployment is down: it falls back at once
-/// (the group's retry policy says not to retry its server errors).
+/// (the group's retry policy says not to retry its server errors) to `claude`, on Anthropic.
 const OUTAGE_EVERY: u64 = 5;
 
 #[derive(Clone, Copy)]
@@ -134,13 +136,17 @@ async fn main() -> ExitCode {
 fn config_yaml(mocks: &[MockHandle]) -> String {
     let mut yaml = String::from("model_list:\n");
     for ((id, group, weight, _), mock) in UPSTREAMS.iter().zip(mocks) {
+        // The Anthropic group: translated from the clients' chat completions to the Messages API.
+        let (model, base) = match *group {
+            "claude" => ("anthropic/claude-sonnet-4-5".to_owned(), mock.origin()),
+            _ => (format!("openai/{id}"), mock.base_url()),
+        };
         yaml.push_str(&format!(
-            "  - model_name: {group}\n    litellm_params: {{ model: openai/{id}, api_base: \"{}\", api_key: sk-demo-{id}, weight: {weight} }}\n    model_info: {{ id: {id} }}\n",
-            mock.base_url()
+            "  - model_name: {group}\n    litellm_params: {{ model: {model}, api_base: \"{base}\", api_key: sk-demo-{id}, weight: {weight} }}\n    model_info: {{ id: {id} }}\n",
         ));
     }
     yaml.push_str(
-        "router_settings:\n  routing_strategy: simple-shuffle\n  num_retries: 2\n  cooldown_time: 2\n  timeout: 10\n  fallbacks: [{ gpt-4.1: [gpt-4o-mini] }]\n  model_group_retry_policy: { gpt-4.1: { InternalServerErrorRetries: 0 } }\n",
+        "router_settings:\n  routing_strategy: simple-shuffle\n  num_retries: 2\n  cooldown_time: 2\n  timeout: 10\n  fallbacks: [{ gpt-4.1: [claude, gpt-4o-mini] }]\n  model_group_retry_policy: { gpt-4.1: { InternalServerErrorRetries: 0 } }\n",
     );
     yaml
 }

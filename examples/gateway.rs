@@ -7,7 +7,8 @@
 //! ```
 //!
 //! `config.yaml` is a LiteLLM proxy config, unchanged (`model_list`, `router_settings`,
-//! `litellm_settings`, `general_settings.master_key`). `kill -HUP <pid>` or
+//! `litellm_settings`, `general_settings.master_key`); `general_settings.edge` sets the
+//! connection limits and the allowed origins and hosts (`docs/gateway.md`). `kill -HUP <pid>` or
 //! `POST /router/reload` re-reads it; ctrl-c or `SIGTERM` shut down gracefully. Endpoints,
 //! headers and metrics: `docs/gateway.md`. Built with the `otel` feature and run with
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` set, it exports its traces over OTLP/HTTP

@@ -3,7 +3,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use switchyard::config::{Alias, Config, ConfigError, ConfigErrorKind};
+use switchyard::config::{Alias, Config, ConfigError, ConfigErrorKind, EdgeSettings};
 use switchyard::layers::{
     Deployment, DeploymentId,
     select::{RoutingGroup, RoutingStrategy},
@@ -104,6 +104,25 @@ fn full_litellm_config_loads_deployments_in_order_with_their_params() {
 
     let claude = &c.deployments[3];
     assert!(!claude.params.contains_key("max_budget"), "budgets are not provider parameters");
+}
+
+/// `model_info.base_model` names the catalog entry of an Azure deployment; what `model_info`
+/// declares wins over the catalog, the rest comes from it.
+#[test]
+fn base_model_picks_the_catalog_entry_and_model_info_wins() {
+    let c = fixture();
+    let eu = &c.deployments[0];
+    assert_eq!(eu.base_model.as_deref(), Some("azure/gpt-4o"));
+    assert_eq!(eu.catalog().map(|f| f.key), Some("azure/gpt-4o"));
+    assert_eq!((eu.input_cost_per_token, eu.output_cost_per_token), (Some(2.5e-6), Some(1e-5)), "from the catalog");
+    let c = load(
+        "model_list:\n  - model_name: gpt-4o\n    litellm_params: { model: openai/gpt-4o }\n    \
+         model_info: { max_output_tokens: 1000, supports_vision: false }\n",
+    )
+    .expect("loads");
+    let gpt = &c.deployments[0];
+    assert_eq!((gpt.max_input_tokens, gpt.max_output_tokens), (Some(128_000), Some(1_000)));
+    assert_eq!((gpt.capabilities.vision, gpt.capabilities.function_calling), (Some(false), Some(true)));
 }
 
 #[test]
@@ -387,10 +406,10 @@ model_list: [{ model_name: a, litellm_params: { model: openai/x, api_key: os.env
 fn from_yaml_str_reads_the_process_environment() {
     // PATH is set in every test environment.
     let c = Config::from_yaml_str(
-        "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_base: os.environ/PATH } }]",
+        "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_version: os.environ/PATH } }]",
     )
     .expect("loads");
-    assert_eq!(c.deployments[0].api_base, std::env::var("PATH").ok());
+    assert_eq!(c.deployments[0].api_version, std::env::var("PATH").ok());
 }
 
 // ---- warnings ------------------------------------------------------------------------------
@@ -696,13 +715,13 @@ fn a_provider_not_served_natively_is_refused_at_load_naming_the_deployment() {
     let yaml = r#"
 model_list:
   - { model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }
-  - { model_name: claude, litellm_params: { model: anthropic/claude-sonnet-4-5 }, model_info: { id: claude-1 } }
+  - { model_name: claude, litellm_params: { model: sagemaker/claude-endpoint }, model_info: { id: claude-1 } }
 "#;
-    let err = Config::from_yaml_str(yaml).expect_err("anthropic is not served natively");
+    let err = Config::from_yaml_str(yaml).expect_err("sagemaker is not served natively");
     assert_eq!(err.path(), "model_list[1].litellm_params.model");
     let msg = err.to_string();
     assert!(
-        msg.contains("`anthropic`") && msg.contains("`claude-1`") && msg.contains("skip_unsupported_providers"),
+        msg.contains("`sagemaker`") && msg.contains("`claude-1`") && msg.contains("skip_unsupported_providers"),
         "{msg}"
     );
 }
@@ -712,13 +731,13 @@ fn unsupported_providers_are_skipped_with_one_warning_when_the_config_says_so() 
     let yaml = r#"
 model_list:
   - { model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }
-  - { model_name: claude, litellm_params: { model: bedrock/anthropic.claude-v2 }, model_info: { id: claude-1 } }
+  - { model_name: claude, litellm_params: { model: sagemaker/claude-endpoint }, model_info: { id: claude-1 } }
 router_settings:
   skip_unsupported_providers: true
 "#;
     let config = Config::from_yaml_str(yaml).expect("skipped, not refused");
     assert_eq!(config.deployments.len(), 1);
-    assert_eq!(config.warnings.iter().filter(|w| w.contains("`bedrock`") && w.contains("skipped")).count(), 1);
+    assert_eq!(config.warnings.iter().filter(|w| w.contains("`sagemaker`") && w.contains("skipped")).count(), 1);
 }
 
 #[test]
@@ -1226,4 +1245,286 @@ fn without_the_redis_feature_a_router_with_redis_settings_is_refused_naming_the_
         }
         other => panic!("expected a config error, got {other:?}"),
     }
+}
+
+// ---- secrets and unusable deployments ------------------------------------------------------
+
+/// Neither `Display` nor `Debug` of `err` shows `secret`.
+#[track_caller]
+fn assert_not_echoed(err: &ConfigError, secret: &str) {
+    assert!(!err.to_string().contains(secret), "`{err}` echoes `{secret}`");
+    assert!(!format!("{err:?}").contains(secret), "`{err:?}` echoes `{secret}`");
+}
+
+#[test]
+fn secrets_written_as_numbers_are_read_as_their_digits() {
+    let yaml = r#"
+model_list:
+  - model_name: a
+    litellm_params:
+      model: openai/x
+      api_key: 918273645546
+      organization: 424242424242
+      extra_headers: { x-tenant: 77778888 }
+  - model_name: b
+    litellm_params: { model: azure/x, api_base: "https://b.example.com", azure_ad_token: 313131313131 }
+router_settings: { redis_host: cache, redis_password: 123456789012 }
+general_settings: { master_key: 5566778899001122 }
+"#;
+    let c = load(yaml).expect("numbers are read as strings");
+    let a = &c.deployments[0];
+    assert_eq!(a.api_key.as_ref().map(|k| k.expose()), Some("918273645546"));
+    assert_eq!(a.params.get("organization"), Some(&serde_json::json!("424242424242")));
+    assert_eq!(a.params.get("extra_headers"), Some(&serde_json::json!({ "x-tenant": "77778888" })));
+    assert_eq!(c.deployments[1].params.get("azure_ad_token"), Some(&serde_json::json!("313131313131")));
+    assert_eq!(c.master_key.as_ref().map(|k| k.expose()), Some("5566778899001122"));
+    let redis = c.settings.redis.as_ref().expect("redis is set");
+    assert_eq!(redis.password.as_ref().map(|k| k.expose()), Some("123456789012"));
+}
+
+#[test]
+fn a_secret_field_of_the_wrong_type_is_refused_naming_it_without_echoing_the_value() {
+    // Each secret field with each shape a string cannot take; the value carries a marker.
+    let shapes = ["9182736455.46", "[sk-SECRET-918273]", "{ k: sk-SECRET-918273 }", "true"];
+    let fields: [(&str, &str); 9] = [
+        (
+            "model_list[0].litellm_params.api_key",
+            "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_key: V } }]",
+        ),
+        (
+            "model_list[0].litellm_params.azure_ad_token",
+            "model_list: [{ model_name: a, litellm_params: { model: azure/x, api_base: 'https://h', azure_ad_token: V } }]",
+        ),
+        (
+            "model_list[0].litellm_params.organization",
+            "model_list: [{ model_name: a, litellm_params: { model: openai/x, organization: V } }]",
+        ),
+        (
+            "model_list[0].litellm_params.extra_headers.x-tenant",
+            "model_list: [{ model_name: a, litellm_params: { model: openai/x, extra_headers: { x-tenant: V } } }]",
+        ),
+        (
+            "model_list[0].litellm_params.api_base",
+            "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_base: V } }]",
+        ),
+        ("general_settings.master_key", "general_settings: { master_key: V }"),
+        ("router_settings.redis_password", "router_settings: { redis_host: cache, redis_password: V }"),
+        ("router_settings.redis_url", "router_settings: { redis_url: V }"),
+        ("router_settings.redis_startup_nodes[0]", "router_settings: { redis_startup_nodes: [V] }"),
+    ];
+    for (path, template) in fields {
+        for shape in shapes {
+            // A startup node may be a mapping (`{host, port}`); its wrong shapes are the others.
+            if path.ends_with("redis_startup_nodes[0]") && shape.starts_with('{') {
+                continue;
+            }
+            let err = load_err(&template.replace('V', shape));
+            assert_eq!(err.kind(), ConfigErrorKind::Type, "{path} = {shape}: {err}");
+            assert_eq!(err.path(), path, "{shape}: {err}");
+            for secret in ["SECRET", "918273", "9182736455"] {
+                assert_not_echoed(&err, secret);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_numeric_secret_resolved_from_the_environment_is_not_echoed_either() {
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, tags: os.environ/KEY } }]";
+    let err = Config::from_yaml_str_with_env(yaml, &|_| Some("918273645546".to_owned())).expect_err("not a list");
+    assert_eq!(err.path(), "model_list[0].litellm_params.tags");
+    assert_not_echoed(&err, "918273645546");
+}
+
+#[test]
+fn api_base_user_info_is_refused_naming_the_field_without_echoing_the_password() {
+    for base in ["http://user:SECRET-pw@vllm:8000/v1", "https://SECRET-token@h.example.com", "http://u:SECRET@[::1]:80"]
+    {
+        let yaml = format!(
+            "model_list:\n  - {{ model_name: a, litellm_params: {{ model: openai/x }} }}\n  - {{ model_name: b, \
+             litellm_params: {{ model: openai/x, api_base: '{base}' }}, model_info: {{ id: b-1 }} }}"
+        );
+        let err = load_err(&yaml);
+        assert_eq!(err.kind(), ConfigErrorKind::Invalid, "{err}");
+        assert_eq!(err.path(), "model_list[1].litellm_params.api_base", "{err}");
+        assert!(err.message().contains("user-info"), "{err}");
+        assert!(err.message().contains("`b`") && err.message().contains("`b-1`"), "names the deployment: {err}");
+        assert_not_echoed(&err, "SECRET");
+    }
+}
+
+#[test]
+fn a_master_key_with_surrounding_whitespace_or_nothing_in_it_is_refused_without_echoing_it() {
+    let yaml = "general_settings: { master_key: os.environ/KEY }";
+    for key in ["sk-SECRET-x\n", " sk-SECRET-x", "sk-SECRET-x\t", "sk-SECRET-\u{7}x", "", "  \n"] {
+        let err = Config::from_yaml_str_with_env(yaml, &|_| Some(key.to_owned())).expect_err("refused");
+        assert_eq!(err.kind(), ConfigErrorKind::Invalid, "{key:?}: {err}");
+        assert_eq!(err.path(), "general_settings.master_key", "{err}");
+        assert_not_echoed(&err, "SECRET");
+    }
+    let c = Config::from_yaml_str_with_env(yaml, &|_| Some("sk-x".to_owned())).expect("a clean key loads");
+    assert_eq!(c.master_key.as_ref().map(|k| k.expose()), Some("sk-x"));
+}
+
+#[test]
+fn an_api_base_the_http_provider_cannot_call_is_refused_naming_the_deployment_and_the_field() {
+    let cases = [
+        ("file:///var/models", "`file`"),
+        ("unix:///var/run/vllm.sock", "`unix`"),
+        ("ftp://h.example.com/v1", "`ftp`"),
+        ("/v1", "absolute"),
+        ("localhost:8000", "absolute"),
+        ("vllm:8000/v1", "absolute"),
+        ("http://", "no host"),
+        ("http:///v1", "no host"),
+        ("https://:8443/v1", "no host"),
+        ("http://h.example.com/a b", "not a URL"),
+    ];
+    for (base, fragment) in cases {
+        let yaml = format!(
+            "model_list:\n  - {{ model_name: a, litellm_params: {{ model: openai/x }} }}\n  - {{ model_name: b, \
+             litellm_params: {{ model: openai/x, api_base: '{base}' }}, model_info: {{ id: b-1 }} }}"
+        );
+        let err = load_err(&yaml);
+        assert_eq!(err.kind(), ConfigErrorKind::Invalid, "{base}: {err}");
+        assert_eq!(err.path(), "model_list[1].litellm_params.api_base", "{base}: {err}");
+        assert!(err.message().contains(fragment), "{base}: `{err}` does not say {fragment}");
+        assert!(err.message().contains("`b`") && err.message().contains("`b-1`"), "names the deployment: {err}");
+    }
+    for base in ["http://vllm:8000", "https://eu.example.com/openai/", "HTTP://h:80/v1?x=1", "http://[::1]:8000", " "] {
+        let yaml =
+            format!("model_list: [{{ model_name: a, litellm_params: {{ model: openai/x, api_base: '{base}' }} }}]");
+        load(&yaml).unwrap_or_else(|e| panic!("{base}: {e}"));
+    }
+}
+
+#[test]
+fn extra_headers_that_cannot_be_sent_are_refused_naming_the_header() {
+    let at = |h: &str| format!("model_list[0].litellm_params.extra_headers{h}");
+    let cases: [(&str, ConfigErrorKind, String, &str); 8] = [
+        ("x-tenant", ConfigErrorKind::Type, at(""), "mapping"),
+        ("[x-tenant]", ConfigErrorKind::Type, at(""), "mapping"),
+        ("{ x-tenant: true }", ConfigErrorKind::Type, at(".x-tenant"), "string"),
+        ("{ x-tenant: 1.5 }", ConfigErrorKind::Type, at(".x-tenant"), "string"),
+        ("{ x-tenant: [a] }", ConfigErrorKind::Type, at(".x-tenant"), "string"),
+        ("{ 'x tenant': a }", ConfigErrorKind::Invalid, at(".x tenant"), "header name"),
+        ("{ x-tenant: \"SECRET\\nx\" }", ConfigErrorKind::Invalid, at(".x-tenant"), "header value"),
+        ("{ Host: h.example.com }", ConfigErrorKind::Invalid, at(".Host"), "connection"),
+    ];
+    for (headers, kind, path, fragment) in cases {
+        let yaml = format!(
+            "model_list: [{{ model_name: a, litellm_params: {{ model: openai/x, extra_headers: {headers} }}, \
+             model_info: {{ id: a-1 }} }}]"
+        );
+        let err = load_err(&yaml);
+        assert_eq!(err.kind(), kind, "{headers}: {err}");
+        assert_eq!(err.path(), path, "{headers}: {err}");
+        assert!(err.message().contains(fragment), "{headers}: `{err}` does not say {fragment}");
+        assert_not_echoed(&err, "SECRET");
+    }
+    let yaml = "model_list: [{ model_name: a, litellm_params: { model: openai/x, api_key: os.environ/KEY } }]";
+    let err = Config::from_yaml_str_with_env(yaml, &|_| Some("sk-SECRET\n".to_owned())).expect_err("a newline");
+    assert_eq!(err.path(), "model_list[0].litellm_params.api_key", "{err}");
+    assert!(err.message().contains("header value"), "{err}");
+    assert_not_echoed(&err, "SECRET");
+}
+
+#[test]
+fn a_deployment_built_in_code_with_an_unusable_api_base_is_refused() {
+    use switchyard::layers::deployment::{ApiBaseProblem, DeploymentError};
+    let build = |base: &str| Deployment::builder("g", "openai/x").api_base(base).build();
+    let problem = |base: &str| match build(base) {
+        Err(DeploymentError::InvalidApiBase { problem, .. }) => problem,
+        other => panic!("{base}: expected InvalidApiBase, got {other:?}"),
+    };
+    assert_eq!(problem("http://u:SECRET@h"), ApiBaseProblem::UserInfo);
+    assert_eq!(problem("file:///x"), ApiBaseProblem::Scheme("file".to_owned()));
+    assert_eq!(problem("localhost:8000"), ApiBaseProblem::NotAbsolute);
+    assert_eq!(problem("http://:80"), ApiBaseProblem::NoHost);
+    let err = build("http://u:SECRET@h").expect_err("refused");
+    assert!(!err.to_string().contains("SECRET") && !format!("{err:?}").contains("SECRET"), "{err}");
+    assert!(build("http://127.0.0.1:9/v1").is_ok());
+}
+
+// ---- general_settings.edge ----
+
+#[test]
+fn edge_settings_are_read_from_general_settings_and_default_to_unset() {
+    assert_eq!(load("model_list: []").expect("loads").edge, EdgeSettings::default());
+    let c = load(
+        r#"
+general_settings:
+  edge:
+    header_read_timeout: 5
+    idle_timeout: "30.5"
+    max_connections: 512
+    max_header_bytes: 32768
+    max_headers: 50
+    http2_keep_alive_interval: 10
+    http2_keep_alive_timeout: 2.5
+    http2_max_concurrent_streams: 64
+    allowed_origins: ["https://Chat.Example.com/", "*"]
+    allowed_hosts: [Gateway.Internal., "*"]
+"#,
+    )
+    .expect("loads");
+    let e = &c.edge;
+    assert_eq!(e.header_read_timeout, Some(Duration::from_secs(5)));
+    assert_eq!(e.idle_timeout, Some(Duration::from_millis(30_500)));
+    assert_eq!((e.max_connections, e.max_header_bytes, e.max_headers), (Some(512), Some(32768), Some(50)));
+    assert_eq!(e.http2_keep_alive_interval, Some(Duration::from_secs(10)));
+    assert_eq!(e.http2_keep_alive_timeout, Some(Duration::from_millis(2500)));
+    assert_eq!(e.http2_max_concurrent_streams, Some(64));
+    assert_eq!(e.allowed_origins, Some(vec!["https://chat.example.com".to_owned(), "*".to_owned()]));
+    assert_eq!(e.allowed_hosts, Some(vec!["gateway.internal".to_owned(), "*".to_owned()]));
+    assert!(c.warnings.is_empty(), "{:#?}", c.warnings);
+}
+
+#[test]
+fn edge_settings_resolve_os_environ_references() {
+    let yaml = "general_settings: { edge: { idle_timeout: os.environ/IDLE, allowed_hosts: [os.environ/HOST] } }";
+    let env = |name: &str| match name {
+        "IDLE" => Some("12".to_owned()),
+        "HOST" => Some("gw.internal".to_owned()),
+        _ => None,
+    };
+    let c = Config::from_yaml_str_with_env(yaml, &env).expect("loads");
+    assert_eq!(c.edge.idle_timeout, Some(Duration::from_secs(12)));
+    assert_eq!(c.edge.allowed_hosts, Some(vec!["gw.internal".to_owned()]));
+}
+
+#[test]
+fn edge_settings_that_cannot_be_served_are_refused_naming_the_path() {
+    use ConfigErrorKind::{Invalid, Type};
+    let edge = |body: &str| format!("general_settings: {{ edge: {{ {body} }} }}");
+    let at = |key: &str| format!("general_settings.edge.{key}");
+    let cases = [
+        ("idle_timeout: 0", Invalid, at("idle_timeout"), "must be > 0"),
+        ("header_read_timeout: -1", Invalid, at("header_read_timeout"), ">= 0"),
+        ("idle_timeout: 1e15", Invalid, at("idle_timeout"), "at most 86400 seconds"),
+        ("http2_keep_alive_interval: soon", Type, at("http2_keep_alive_interval"), "number of seconds"),
+        ("http2_keep_alive_timeout: 0", Invalid, at("http2_keep_alive_timeout"), "must be > 0"),
+        ("max_connections: 0", Invalid, at("max_connections"), "between 1 and"),
+        ("max_connections: 2.5", Invalid, at("max_connections"), "whole number"),
+        ("max_header_bytes: 1024", Invalid, at("max_header_bytes"), "between 8192 and 1048576"),
+        ("max_header_bytes: 99999999", Invalid, at("max_header_bytes"), "between 8192 and 1048576"),
+        ("max_headers: 0", Invalid, at("max_headers"), "between 1 and 10000"),
+        ("http2_max_concurrent_streams: 0", Invalid, at("http2_max_concurrent_streams"), "between 1 and"),
+        ("allowed_origins: https://a.example", Type, at("allowed_origins"), "list of strings"),
+        ("allowed_origins: [5]", Type, at("allowed_origins[0]"), "must be a string"),
+        (
+            "allowed_origins: ['https://a.example', 'https://b.example/app']",
+            Invalid,
+            at("allowed_origins[1]"),
+            "no path",
+        ),
+        ("allowed_origins: [a.example]", Invalid, at("allowed_origins[0]"), "scheme"),
+        ("allowed_hosts: ['gw.internal:4000']", Invalid, at("allowed_hosts[0]"), "without scheme or port"),
+        ("allowed_hosts: ['']", Invalid, at("allowed_hosts[0]"), "host name"),
+        ("idle_timout: 5", Invalid, at("idle_timout"), "unknown key; valid: header_read_timeout"),
+    ];
+    for (body, kind, path, fragment) in cases {
+        assert_err(&edge(body), kind, &path, fragment);
+    }
+    assert_err("general_settings: { edge: [idle_timeout] }", Type, "general_settings.edge", "mapping");
 }

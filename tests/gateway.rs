@@ -38,7 +38,7 @@ const PATIENCE: Duration = Duration::from_secs(20);
 const CONFIG: &str = r#"
 model_list:
   - model_name: gpt-4o
-    litellm_params: { model: openai/gpt-4o, api_key: sk-upstream-secret-0123456789abcdef, rpm: 600, weight: 1, api_base: "https://user:pw@a.example.com/v1?key=sk-q" }
+    litellm_params: { model: openai/gpt-4o, api_key: sk-upstream-secret-0123456789abcdef, rpm: 600, weight: 1, api_base: "https://a.example.com/v1?key=sk-q" }
     model_info: { id: a }
   - model_name: gpt-4o
     litellm_params: { model: openai/gpt-4o, api_base: "https://b.example.com/v1", weight: 2, tpm: 100000 }

@@ -5,6 +5,7 @@
 //! Hostile and slow clients get typed answers. Redis killed, slowed and flushed under load fails
 //! no request. A short soak leaves nothing in flight. The long runs (100k soak, three gateway
 //! processes) are in `tests/reliability_long.rs`; results in `docs/reliability.md`.
+#![cfg(feature = "gateway")]
 
 #[cfg(feature = "redis")]
 #[path = "../layers/tests/support/redis.rs"]

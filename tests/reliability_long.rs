@@ -11,6 +11,7 @@
 //! The gateway processes are this test binary run again (`gateway_child`, which does nothing
 //! unless `SWITCHYARD_RELIABILITY_CHILD` names a config file): a real process with its own
 //! memory, killable, with no extra build. Results: `docs/reliability.md`.
+#![cfg(feature = "gateway")]
 
 #[cfg(feature = "redis")]
 #[path = "../layers/tests/support/redis.rs"]

@@ -1,5 +1,6 @@
 //! The whole default stack under failures: cooldowns, retries and fallbacks together, through
-//! `Router::from_config` and the simulated provider, on a paused clock.
+//! `Router::from_config` and the simulated provider, on a paused clock; and the HTTP provider
+//! against loopback upstreams (real time) for what only the wire shows.
 
 use std::{collections::BTreeSet, time::Duration};
 
@@ -221,4 +222,86 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+// ---- the HTTP provider against loopback upstreams ----
+
+/// An OpenAI-compatible upstream on `127.0.0.1:0` that answers every request with 200 and
+/// `body`; its origin and the number of requests it received.
+async fn upstream(body: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use http_body_util::{BodyExt, Full};
+    use std::sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the upstream");
+    let origin = format!("http://{}", listener.local_addr().expect("upstream address"));
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let counter = counter.clone();
+            let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                let counter = counter.clone();
+                async move {
+                    let _ = req.into_body().collect().await;
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    http::Response::builder()
+                        .header("content-type", "application/json")
+                        .body(Full::new(bytes::Bytes::from_static(body.as_bytes())))
+                }
+            });
+            tokio::spawn(async move {
+                let io = hyper_util::rt::TokioIo::new(tcp);
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            });
+        }
+    });
+    (origin, hits)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_200_carrying_an_error_envelope_is_retried_on_a_sibling_and_benches_its_deployment() {
+    use std::sync::atomic::Ordering;
+    use switchyard::services::provider::{HttpProvider, ProviderConfig};
+    const ENVELOPE: &str =
+        r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#;
+    const COMPLETION: &str = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+    let (broken, broken_hits) = upstream(ENVELOPE).await;
+    let (healthy, healthy_hits) = upstream(COMPLETION).await;
+    // The envelope's deployment weighs far more, so the first pick is it.
+    let config = Config::from_yaml_str(&format!(
+        r#"
+model_list:
+  - model_name: gpt-4o
+    litellm_params: {{ model: openai/gpt-4o, api_key: sk-a, api_base: "{broken}/v1", weight: 1000 }}
+    model_info: {{ id: envelope }}
+  - model_name: gpt-4o
+    litellm_params: {{ model: openai/gpt-4o, api_key: sk-b, api_base: "{healthy}/v1", weight: 1 }}
+    model_info: {{ id: healthy }}
+router_settings: {{ num_retries: 1, allowed_fails: 0 }}
+"#
+    ))
+    .expect("valid config");
+    let provider = HttpProvider::new(ProviderConfig::default().timeout(Duration::from_secs(10))).expect("provider");
+    let router = Router::builder(&config).seed(5).build(provider).expect("router builds");
+
+    let answer = tokio::time::timeout(Duration::from_secs(20), router.chat(hello("gpt-4o")))
+        .await
+        .expect("answered in time")
+        .expect("served by the sibling");
+    assert_eq!(answer.served.deployment.as_str(), "healthy");
+    assert_eq!(answer.served.attempts, 2, "the 200 envelope was a failed attempt");
+    assert_eq!(answer.completion.choices.len(), 1);
+    assert_eq!(broken_hits.load(Ordering::SeqCst), 1);
+    let benched: Vec<_> = router.cooldowns().await.expect("store").into_iter().map(|c| c.deployment).collect();
+    assert_eq!(benched, vec!["envelope".into()], "the envelope's deployment is cooling down");
+
+    // While it cools down, requests go to the sibling only.
+    for _ in 0..5 {
+        let answer = router.chat(hello("gpt-4o")).await.expect("served");
+        assert_eq!(answer.served.deployment.as_str(), "healthy");
+    }
+    assert_eq!(broken_hits.load(Ordering::SeqCst), 1);
+    assert_eq!(healthy_hits.load(Ordering::SeqCst), 6);
 }

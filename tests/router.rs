@@ -204,3 +204,43 @@ router_settings:
     assert_eq!(err.kind(), RouteErrorKind::NotAllowed);
     assert_eq!(err.http_status(), http::StatusCode::FORBIDDEN);
 }
+
+/// A loopback upstream that accepts connections, reads what comes and never answers.
+async fn silent_upstream() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            held.push(sock);
+        }
+    });
+    (addr, task)
+}
+
+#[tokio::test]
+async fn the_configured_router_timeouts_replace_the_default_ones() {
+    let (addr, task) = silent_upstream().await;
+    for settings in [
+        "router_settings: { num_retries: 0, timeout: 0.3, stream_timeout: 0.2 }",
+        "router_settings: { num_retries: 0 }\nlitellm_settings: { request_timeout: 0.3 }",
+    ] {
+        let yaml = format!(
+            "model_list:\n  - model_name: m\n    litellm_params: {{ model: openai/m, api_base: 'http://{addr}/v1', api_key: k }}\n{settings}\n"
+        );
+        let config = Config::from_yaml_str(&yaml).expect("valid config");
+        let router = Router::builder(&config).build_http().expect("router builds");
+        let started = tokio::time::Instant::now();
+        let bounded = Duration::from_secs(30);
+        let err = tokio::time::timeout(bounded, router.chat(hello("m"))).await.expect("not the 600 s default");
+        let err = err.expect_err("a silent upstream times out");
+        assert_eq!(err.outcome(), Some(switchyard::layers::Outcome::Timeout), "{settings}: {err}");
+        assert!(err.to_string().contains("300ms"), "{settings}: {err}");
+        let stream = tokio::time::timeout(bounded, router.chat_stream(hello("m"))).await.expect("not the 60 s default");
+        let Err(err) = stream else { panic!("{settings}: a silent upstream streamed") };
+        let expected = if settings.contains("stream_timeout") { "200ms" } else { "300ms" };
+        assert!(err.to_string().contains(expected), "{settings}: {err}");
+        assert!(started.elapsed() < bounded);
+    }
+    task.abort();
+}

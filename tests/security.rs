@@ -825,6 +825,7 @@ async fn client_side_credentials_are_refused_with_a_typed_400_naming_the_field()
     let fine = r#"{"model":"ok","messages":[{"role":"user","content":"my api_key and base_url"}],"api_key":null}"#;
     let req = Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {MASTER_KEY}"))
+        .header("content-type", "application/json")
         .body(Body::from(fine))
         .expect("request");
     assert_eq!(call(&gw, req).await.status, StatusCode::OK);
@@ -916,6 +917,7 @@ async fn a_body_over_the_limit_is_refused_with_413_naming_the_limit() {
     let big = json!({ "model": "m", "messages": [{ "role": "user", "content": "x".repeat(2000) }] }).to_string();
     let announced = Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {MASTER_KEY}"))
+        .header("content-type", "application/json")
         .header("content-length", big.len())
         .body(Body::from(big.clone()))
         .expect("request");
@@ -923,6 +925,7 @@ async fn a_body_over_the_limit_is_refused_with_413_naming_the_limit() {
         big.as_bytes().chunks(100).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
     let chunked = Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {MASTER_KEY}"))
+        .header("content-type", "application/json")
         .body(Body::from_stream(futures_util::stream::iter(chunks)))
         .expect("request");
     for req in [announced, chunked] {
@@ -936,6 +939,7 @@ async fn a_body_over_the_limit_is_refused_with_413_naming_the_limit() {
     let small = json!({ "model": "m", "messages": [{ "role": "user", "content": "hi" }] }).to_string();
     let req = Request::post("/v1/chat/completions")
         .header("authorization", format!("Bearer {MASTER_KEY}"))
+        .header("content-type", "application/json")
         .body(Body::from(small))
         .expect("request");
     assert_eq!(call(&gw, req).await.status, StatusCode::OK);

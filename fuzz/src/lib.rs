@@ -7,7 +7,9 @@
 //! (same bytes, other chunking) where that is meaningful. See `docs/fuzzing.md`.
 //!
 //! Only the facade crate (`switchyard`) and crates it depends on are used, so the replay test
-//! compiles this file as part of the facade's own tests.
+//! compiles this file as part of the facade's own tests. The dialect checks are in
+//! [`dialects`], which the dialects crate's own replay test (`dialects/tests/fuzz_replay.rs`)
+//! compiles.
 #![forbid(unsafe_code)]
 
 use std::{
@@ -33,6 +35,11 @@ use switchyard::{
     },
 };
 use tower::{ServiceBuilder, ServiceExt, service_fn};
+
+pub mod bedrock;
+pub mod cohere;
+pub mod dialects;
+pub mod gemini;
 
 /// The fuzz targets, by the name of their corpus folder (`fuzz/corpus/<name>/`).
 pub const TARGETS: [&str; 5] = ["config", "ingress", "sse", "classify", "retry_after"];

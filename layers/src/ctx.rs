@@ -167,6 +167,37 @@ pub enum Endpoint {
     Completion,
     /// `/v1/embeddings`
     Embedding,
+    /// `/v1/messages`: Anthropic's Messages API (the ingress dialect is Anthropic's).
+    Messages,
+    /// `/v1/responses`: OpenAI's Responses API.
+    Responses,
+    /// `GET` / `DELETE /v1/responses/{id}`, `POST /v1/responses/{id}/cancel`: an operation on a
+    /// stored response ([`RequestFacts::previous_response`] holds the id), at the deployment
+    /// that holds it.
+    ResponseOp(ResponseOp),
+    /// `/v1/messages/count_tokens`: Anthropic's token counter, asked of an Anthropic deployment
+    /// (the gateway answers it locally unless configured otherwise).
+    CountTokens,
+}
+
+/// An operation on a stored Responses API response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ResponseOp {
+    /// `GET /v1/responses/{id}`: read it.
+    Get,
+    /// `DELETE /v1/responses/{id}`: delete it.
+    Delete,
+    /// `POST /v1/responses/{id}/cancel`: cancel a background response.
+    Cancel,
+}
+
+impl Endpoint {
+    /// Whether the request is a conversation turn (chat completions, Anthropic messages, OpenAI
+    /// responses): the kinds every chat-capable deployment can serve, translated when needed.
+    pub fn is_conversation(self) -> bool {
+        matches!(self, Self::Chat | Self::Messages | Self::Responses)
+    }
 }
 
 /// Facts about the request, read once at the edge and shared by every attempt.
@@ -190,6 +221,12 @@ pub struct RequestFacts {
     pub caller: Option<crate::ApiKey>,
     /// Parameters the deployment must support (`response_format`, `tools`, ...).
     pub required_params: Vec<String>,
+    /// The request carries images (`image_url` content parts): deployments known not to support
+    /// vision are skipped (the pre-call layer's capability filter).
+    pub images: bool,
+    /// The request carries `tools`: deployments known not to support function calling are
+    /// skipped (the pre-call layer's capability filter).
+    pub tools: bool,
     /// Input tokens, counted at most once per request by whichever layer needs them first.
     pub input_tokens: OnceLock<u64>,
     /// Per-request `num_retries` (overrides every configured value).
@@ -198,9 +235,23 @@ pub struct RequestFacts {
     pub fallbacks: Option<Vec<String>>,
     /// Per-request `disable_fallbacks`.
     pub disable_fallbacks: bool,
+    /// Per-request `timeout` (or `request_timeout`): bounds each attempt's whole answer, and a
+    /// stream's when no stream timeout is set anywhere; wins over the deployment's and the
+    /// router's.
+    pub timeout: Option<Duration>,
+    /// Per-request `stream_timeout`: bounds a streaming attempt's first content chunk, then each
+    /// gap between chunks; wins over the deployment's and the router's.
+    pub stream_timeout: Option<Duration>,
     /// The request body as received (a cheap reference-counted handle on the ingress buffer), for
     /// checks that read more of it lazily (input tokens for context windows).
     pub body: Option<bytes::Bytes>,
+    /// A Responses API request's `previous_response_id`: the conversation lives on the deployment
+    /// that created that response, so the request must go there (response affinity).
+    pub previous_response: Option<String>,
+    /// A digest of the request's cacheable prefix (the tools, system prompt and messages up to
+    /// the last `cache_control` marker, or a long system prompt): requests sharing it prefer the
+    /// deployment that served it last, where the provider's prompt cache is warm.
+    pub prompt_prefix: Option<[u8; 32]>,
 }
 
 impl RequestFacts {
@@ -239,6 +290,18 @@ impl RequestFacts {
         self
     }
 
+    /// Marks the request as carrying images (see [`RequestFacts::images`]).
+    pub fn images(mut self, images: bool) -> Self {
+        self.images = images;
+        self
+    }
+
+    /// Marks the request as carrying tools (see [`RequestFacts::tools`]).
+    pub fn tools(mut self, tools: bool) -> Self {
+        self.tools = tools;
+        self
+    }
+
     /// Sets the session id.
     pub fn session(mut self, session: Option<String>) -> Self {
         self.session = session;
@@ -266,6 +329,27 @@ impl RequestFacts {
     /// Disables fallbacks for this request.
     pub fn disable_fallbacks(mut self, disable: bool) -> Self {
         self.disable_fallbacks = disable;
+        self
+    }
+
+    /// Sets the per-request attempt timeout (see [`RequestFacts::timeout`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use switchyard_layers::RequestFacts;
+    ///
+    /// let facts = RequestFacts::new().streaming(true).timeout(Some(Duration::from_secs(30)));
+    /// assert_eq!(facts.timeout, Some(Duration::from_secs(30)));
+    /// assert_eq!(facts.stream_timeout, None);
+    /// ```
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the per-request stream timeout (see [`RequestFacts::stream_timeout`]).
+    pub fn stream_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.stream_timeout = timeout;
         self
     }
 
@@ -358,6 +442,11 @@ pub struct RouteCtx {
     /// `default_max_parallel_requests`, recorded by the pre-call layer); the select layer takes
     /// the slot on the chosen deployment.
     pub default_max_parallel_requests: Option<u32>,
+    /// The deployment holding the conversation this request continues cannot serve and the
+    /// pre-call layer was told to route it as a new one
+    /// ([`PreCallConfig::conversation_fallback`](crate::precall::PreCallConfig::conversation_fallback)):
+    /// the provider removes `previous_response_id` from the body.
+    pub drop_previous_response: bool,
     /// Set by a fallback layer that keeps no copy of the request
     /// ([`FallbackConfig::replay_via_retry`](crate::fallback::FallbackConfig::replay_via_retry)):
     /// the retry layer below hands the copy it keeps back into the call's shared state when it
@@ -403,6 +492,7 @@ impl RouteCtx {
             deadline: None,
             reserve_tokens: 0,
             default_max_parallel_requests: None,
+            drop_previous_response: false,
             hand_back_replay: false,
             call: Arc::new(CallState {
                 requested,
@@ -540,6 +630,30 @@ impl Drop for HandBack {
             let left = self.0.0.hand_back.lock().take();
             drop(left);
         }
+    }
+}
+
+/// The id under which the serving deployment keeps the state of a conversation (an OpenAI
+/// Responses API `id`), inserted into the response extensions by the provider. The pre-call
+/// layer remembers which deployment holds it, so a follow-up naming it
+/// ([`RequestFacts::previous_response`]) reaches that deployment from any replica.
+///
+/// ```
+/// use switchyard_layers::ResponseId;
+/// assert_eq!(ResponseId::new("resp_1").as_str(), "resp_1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResponseId(Arc<str>);
+
+impl ResponseId {
+    /// The id `id`.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 

@@ -47,6 +47,14 @@ pub enum RouteErrorKind {
     MissingContext,
     /// The request is malformed (not JSON, no `model`, body too large, ...).
     InvalidRequest,
+    /// The request needs a capability (images: vision; tools: function calling) that every
+    /// candidate is known not to have; [`RouteError::capability`] names it (400, general
+    /// fallbacks apply).
+    Unsupported,
+    /// The request continues a conversation (a Responses API `previous_response_id`) held by a
+    /// deployment that cannot serve now; no other deployment has the conversation, so neither
+    /// retries nor fallbacks apply (503).
+    ConversationUnavailable,
 }
 
 impl RouteErrorKind {
@@ -63,6 +71,8 @@ impl RouteErrorKind {
             Self::Upstream => "upstream",
             Self::MissingContext => "missing_context",
             Self::InvalidRequest => "invalid_request",
+            Self::Unsupported => "unsupported",
+            Self::ConversationUnavailable => "conversation_unavailable",
         }
     }
 }
@@ -84,6 +94,7 @@ struct Inner {
     status: Option<StatusCode>,
     body: Option<Bytes>,
     known: Vec<String>,
+    capability: Option<&'static str>,
     trail: Vec<AttemptRecord>,
     source: Option<BoxError>,
 }
@@ -102,6 +113,7 @@ impl RouteError {
                 status: None,
                 body: None,
                 known: Vec::new(),
+                capability: None,
                 trail: Vec::new(),
                 source: None,
             }),
@@ -121,6 +133,32 @@ impl RouteError {
     /// An attempt on `deployment` failed upstream with `outcome`.
     pub fn upstream(outcome: Outcome, deployment: DeploymentId, message: impl Into<String>) -> Self {
         Self::new(RouteErrorKind::Upstream, message).with_outcome(outcome).with_deployment(deployment)
+    }
+
+    /// No candidate of `group` has `capability` (LiteLLM's flag name, `supports_vision`), which
+    /// the request needs: [`RouteErrorKind::Unsupported`].
+    ///
+    /// ```
+    /// use switchyard_layers::{RouteError, RouteErrorKind};
+    /// let e = RouteError::unsupported("gpt-3.5", "supports_vision", "the request carries images");
+    /// assert_eq!((e.kind(), e.capability()), (RouteErrorKind::Unsupported, Some("supports_vision")));
+    /// assert_eq!(e.http_status(), 400);
+    /// assert!(e.to_string().contains("supports_vision") && e.to_string().contains("`gpt-3.5`"));
+    /// ```
+    pub fn unsupported(group: &str, capability: &'static str, why: &str) -> Self {
+        let e = Self::new(
+            RouteErrorKind::Unsupported,
+            format!("no deployment of `{group}` supports what the request needs: {why}, and every one is known not to have `{capability}`"),
+        )
+        .with_group(group.into());
+        e.with_capability(capability)
+    }
+
+    /// Names the capability a [`RouteErrorKind::Unsupported`] error is about (kept when a layer
+    /// rewraps the error).
+    pub fn with_capability(mut self, capability: &'static str) -> Self {
+        self.inner.capability = Some(capability);
+        self
     }
 
     /// Names the group the error happened in.
@@ -206,6 +244,12 @@ impl RouteError {
         self.inner.body.as_ref()
     }
 
+    /// For [`RouteErrorKind::Unsupported`]: the capability no candidate has (`supports_vision`,
+    /// `supports_function_calling`).
+    pub fn capability(&self) -> Option<&'static str> {
+        self.inner.capability
+    }
+
     /// For [`RouteErrorKind::UnknownGroup`]: the names that do resolve.
     pub fn known_groups(&self) -> &[String] {
         &self.inner.known
@@ -228,12 +272,14 @@ impl RouteError {
         }
         match self.inner.kind {
             RouteErrorKind::UnknownGroup => StatusCode::NOT_FOUND,
-            RouteErrorKind::InvalidRequest | RouteErrorKind::ContextWindowExceeded => StatusCode::BAD_REQUEST,
+            RouteErrorKind::InvalidRequest | RouteErrorKind::ContextWindowExceeded | RouteErrorKind::Unsupported => {
+                StatusCode::BAD_REQUEST
+            }
             RouteErrorKind::RateLimited | RouteErrorKind::AllCoolingDown | RouteErrorKind::BudgetExceeded => {
                 StatusCode::TOO_MANY_REQUESTS
             }
             RouteErrorKind::NotAllowed => StatusCode::FORBIDDEN,
-            RouteErrorKind::NoCandidates => StatusCode::SERVICE_UNAVAILABLE,
+            RouteErrorKind::NoCandidates | RouteErrorKind::ConversationUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             RouteErrorKind::MissingContext => StatusCode::INTERNAL_SERVER_ERROR,
             RouteErrorKind::Upstream => self.inner.outcome.map_or(StatusCode::BAD_GATEWAY, Outcome::http_status),
         }
@@ -266,6 +312,7 @@ impl RouteError {
                     copy.inner.status = route.inner.status;
                     copy.inner.body = route.inner.body.clone();
                     copy.inner.known = route.inner.known.clone();
+                    copy.inner.capability = route.inner.capability;
                     copy.inner.trail = route.inner.trail.clone();
                     copy.with_source(other)
                 }

@@ -26,11 +26,13 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod body;
+pub mod catalog;
 pub mod cooldown;
 pub mod ctx;
 pub mod deployment;
 pub mod error;
 pub mod fallback;
+pub mod logsafe;
 pub mod outcome;
 pub mod precall;
 pub mod redact;
@@ -42,7 +44,7 @@ mod spare;
 pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};
-pub use ctx::{AttemptRecord, CallTrail, RequestFacts, RouteCtx, RouteRequest, Served};
+pub use ctx::{AttemptRecord, CallTrail, RequestFacts, ResponseId, RouteCtx, RouteRequest, Served};
 pub use deployment::{ApiKey, Candidates, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
 pub use error::{BoxError, RouteError, RouteErrorKind};
 pub use outcome::Outcome;

@@ -13,9 +13,18 @@
 /// `known` secrets, and truncates the result to at most `max` bytes (on a character boundary,
 /// with `…`).
 ///
-/// A word looks like a credential when it starts with a common key prefix (`sk-`, `key-`,
-/// `Bearer`'s token, `AKIA`, ...) or is a run of at least 24 letters, digits, `-` and `_` mixing
-/// letters and digits. Such words keep their first 4 characters.
+/// Words are split at whitespace and at the punctuation that glues a value to its name or wraps
+/// it (`=`, `:`, quotes, `,`, `;`, brackets), so `key=sk-...`, `token:ghp_...`,
+/// `"api_key":"sk-..."` and `Authorization:Bearer x` are seen as separate words. A word looks
+/// like a credential when it starts with a common key prefix (`sk-`, `key-`, `AKIA`, `ghp_`, ...)
+/// or is a run of at least 24 letters, digits, `-` and `_` mixing letters and digits; the word
+/// after `Bearer` is always one. Such words keep their first 4 characters.
+///
+/// ```
+/// use switchyard_layers::redact::redact;
+/// assert_eq!(redact(r#"{"api_key":"sk-live-0123456789abcdef"}"#, &[], 200), r#"{"api_key":"sk-l***"}"#);
+/// assert_eq!(redact("Authorization:Bearer abc.def", &[], 200), "Authorization:Bearer abc.***");
+/// ```
 pub fn redact(text: &str, known: &[&str], max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max + 8));
     let mut masked_known = text.to_owned();
@@ -23,24 +32,35 @@ pub fn redact(text: &str, known: &[&str], max: usize) -> String {
         masked_known = masked_known.replace(secret, "***");
     }
     let mut after_bearer = false;
-    for (i, word) in masked_known.split(' ').enumerate() {
-        if i > 0 {
-            out.push(' ');
+    let mut rest = masked_known.as_str();
+    while !rest.is_empty() && out.len() <= max {
+        // A run of separators, then a word.
+        let word_start = rest.find(|c: char| !is_separator(c)).unwrap_or(rest.len());
+        out.push_str(&rest[..word_start]);
+        rest = &rest[word_start..];
+        let word_end = rest.find(is_separator).unwrap_or(rest.len());
+        let (word, tail) = rest.split_at(word_end);
+        rest = tail;
+        if word.is_empty() {
+            continue;
         }
         let core = word.trim_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'));
-        if after_bearer || looks_secret(core) {
+        if !core.is_empty() && (after_bearer || looks_secret(core)) {
             let keep: String = core.chars().take(4).collect();
             out.push_str(&word.replacen(core, &format!("{keep}***"), 1));
         } else {
             out.push_str(word);
         }
         after_bearer = core.eq_ignore_ascii_case("bearer");
-        if out.len() > max {
-            break;
-        }
     }
     truncate(&mut out, max);
     out
+}
+
+/// What separates words: whitespace and the punctuation that glues a value to its name or wraps it.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(c, '=' | ':' | '"' | '\'' | '`' | ',' | ';' | '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>')
 }
 
 fn looks_secret(word: &str) -> bool {
@@ -98,6 +118,43 @@ mod tests {
         let out = redact("Authorization: Bearer abc.def.ghi and id 0123456789abcdef0123456789", &[], 200);
         assert!(!out.contains("def.ghi"), "{out}");
         assert!(!out.contains("0123456789abcdef0123456789"), "{out}");
+    }
+
+    #[test]
+    fn key_shaped_tokens_glued_to_equals_or_colon_are_masked() {
+        let key = "sk-live-0123456789abcdefABCDEF";
+        for text in [
+            format!("bad key={key} given"),
+            format!("token:{key}"),
+            format!(r#"{{"api_key":"{key}","model":"gpt-4o"}}"#),
+            format!("api_key='{key}';"),
+        ] {
+            let out = redact(&text, &[], 200);
+            assert!(!out.contains("0123456789abcdef"), "{text} -> {out}");
+            assert!(out.contains("sk-l***"), "{text} -> {out}");
+        }
+        let out = redact("token:ghp_0123456789abcdefghijABCDEFGHIJ0123456", &[], 200);
+        assert_eq!(out, "token:ghp_***");
+        let out = redact(r#"{"api_key":"sk-live-0123456789abcdef","model":"gpt-4o"}"#, &[], 200);
+        assert_eq!(out, r#"{"api_key":"sk-l***","model":"gpt-4o"}"#);
+    }
+
+    #[test]
+    fn a_bearer_token_glued_to_its_header_name_is_masked() {
+        for text in
+            ["Authorization:Bearer x-secret-token", "authorization=bearer x-secret-token", "Bearer:x-secret-token"]
+        {
+            let out = redact(text, &[], 200);
+            assert!(!out.contains("secret-token"), "{text} -> {out}");
+        }
+        assert_eq!(redact("Authorization:Bearer abc.def.ghi", &[], 200), "Authorization:Bearer abc.***");
+    }
+
+    #[test]
+    fn urls_times_and_pairs_of_ordinary_words_are_kept() {
+        for text in ["see https://platform.openai.com/account/api-keys", "at 12:30:45", "model=gpt-4o, n=2"] {
+            assert_eq!(redact(text, &[], 200), text);
+        }
     }
 
     #[test]

@@ -230,8 +230,10 @@ async fn a_count_in_the_facts_is_used_and_the_group_is_not_mutated() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn tokens_are_not_counted_when_no_deployment_declares_a_window_or_a_tpm_limit() {
-    let reg = registry([gpt4o("g", "a")]);
+async fn tokens_are_not_counted_when_no_deployment_has_a_window_or_a_tpm_limit() {
+    // A model the catalog does not know: `openai/gpt-4o` would have the catalog's window.
+    let reg = registry([switchyard_layers::Deployment::builder("g", "hosted_vllm/my-model").id("a")]);
+    assert_eq!(reg.deployments()[0].max_input_tokens, None);
     let counted = Arc::new(Mutex::new(None));
     let seen = counted.clone();
     let provider = service_fn(move |req: Req| {

@@ -476,9 +476,9 @@ async fn least_busy_counts_return_to_zero_after_errors_cancellations_and_abandon
 // cost-based
 // ---------------------------------------------------------------------------------------------
 
-/// Census §3.1 row 13: the cheapest model by the built-in price table.
+/// Census §3.1 row 13: the cheapest model by the catalog's list prices.
 #[tokio::test(start_paused = true)]
-async fn cost_based_picks_the_cheapest_builtin_price() {
+async fn cost_based_picks_the_cheapest_catalog_price() {
     let reg = registry([
         Deployment::builder("chat", "openai/gpt-4").id("gpt-4"),
         Deployment::builder("chat", "openai/gpt-4o").id("gpt-4o"),
@@ -490,9 +490,22 @@ async fn cost_based_picks_the_cheapest_builtin_price() {
     assert_eq!(count(&counts, "mini"), 100, "{counts:?}");
 }
 
-/// Census §3.1 row 14: prices on the deployment override the table.
+/// The catalog prices every vendor, not only OpenAI's models (LiteLLM's test picks Groq too).
 #[tokio::test(start_paused = true)]
-async fn deployment_prices_override_the_builtin_table() {
+async fn cost_based_prices_other_vendors_from_the_catalog() {
+    let reg = registry([
+        Deployment::builder("chat", "anthropic/claude-sonnet-4-5").id("claude"),
+        Deployment::builder("chat", "groq/llama-3.1-8b-instant").id("groq"),
+        Deployment::builder("chat", "openai/gpt-4o").id("gpt-4o"),
+    ]);
+    let mut svc = stack(select(&reg, &memory(), RoutingStrategy::CostBased), echo());
+    let counts = tally(&mut svc, "chat", 50).await;
+    assert_eq!(count(&counts, "groq"), 50, "{counts:?}");
+}
+
+/// Census §3.1 row 14: prices on the deployment override the catalog.
+#[tokio::test(start_paused = true)]
+async fn deployment_prices_override_the_catalog() {
     let reg = registry([
         Deployment::builder("chat", "azure/gpt-4o-mini").id("mini"),
         Deployment::builder("chat", "openai/gpt-4")

@@ -106,7 +106,10 @@ async fn a_body_over_the_limit_without_a_length_is_413_too() {
     });
     let app = ServiceBuilder::new().layer(IngressLayer::new(10)).service(stack);
     let chunks = stream::iter((0..4).map(|_| Ok::<_, BoxError>(Frame::data(Bytes::from_static(b"{\"a\":1}")))));
-    let req = http::Request::post("/v1/chat/completions").body(StreamBody::new(chunks)).expect("a request");
+    let req = http::Request::post("/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(StreamBody::new(chunks))
+        .expect("a request");
     let Ok(resp) = app.oneshot(req).await;
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert!(seen.lock().is_empty());
@@ -121,7 +124,10 @@ async fn a_body_that_fails_to_arrive_is_400() {
         Ok(Frame::data(Bytes::from_static(b"{\"model\":"))),
         Err::<Frame<Bytes>, BoxError>("connection reset by peer".into()),
     ]);
-    let req = http::Request::post("/v1/chat/completions").body(StreamBody::new(chunks)).expect("a request");
+    let req = http::Request::post("/v1/chat/completions")
+        .header("content-type", "application/json")
+        .body(StreamBody::new(chunks))
+        .expect("a request");
     let Ok(resp) = app.oneshot(req).await;
     let (status, headers, error) = error_of(resp).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
@@ -141,15 +147,15 @@ async fn a_non_json_content_type_is_415() {
 }
 
 #[tokio::test]
-async fn json_with_parameters_and_a_missing_content_type_are_accepted() {
+async fn json_with_parameters_is_accepted_and_a_missing_content_type_is_415() {
     let (app, seen) = recording(1024);
     let mut req = post("/v1/chat/completions", CHAT);
     req.headers_mut().insert("content-type", "application/json; charset=utf-8".parse().expect("a header"));
     assert_eq!(send(app.clone(), req).await.status(), StatusCode::OK);
     let mut req = post("/v1/chat/completions", CHAT);
     req.headers_mut().remove("content-type");
-    assert_eq!(send(app, req).await.status(), StatusCode::OK);
-    assert_eq!(seen.lock().len(), 2);
+    assert_eq!(send(app, req).await.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    assert_eq!(seen.lock().len(), 1);
 }
 
 #[tokio::test]

@@ -3,7 +3,12 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use switchyard_layers::{ApiKey, Deployment, deployment::Capabilities};
+use http::{HeaderName, HeaderValue};
+use switchyard_layers::{
+    ApiKey, Deployment,
+    deployment::{Capabilities, DeploymentError},
+};
+use switchyard_services::provider::CONNECTION_HEADERS;
 
 use super::{
     ConfigError,
@@ -204,6 +209,13 @@ pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Resul
         w.ignored(format!("model_list[].{key}"), &at(key), NOT_SUPPORTED);
     }
 
+    // Names the deployment in the errors about its endpoint and headers.
+    let who = match info_id(raw.model_info.as_ref()) {
+        Some(id) => format!("deployment `{group}` (id `{id}`)"),
+        None => format!("deployment `{group}`"),
+    };
+    headers(p.api_key.as_deref(), &p.extra, &lp, &who)?;
+
     let mut b = Deployment::builder(group.as_str(), model);
     if let Some(v) = p.api_key {
         b = b.api_key(ApiKey::new(v));
@@ -315,7 +327,62 @@ pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Resul
         }
     }
     b = model_info(b, info, &base, w)?;
-    b.build().map_err(|e| ConfigError::invalid(base, e.to_string()))
+    let api_base = lp("api_base");
+    b.build().map_err(|e| match e {
+        DeploymentError::InvalidApiBase { problem, .. } => {
+            ConfigError::invalid(api_base, format!("{who}: the URL {problem}"))
+        }
+        e => ConfigError::invalid(base, e.to_string()),
+    })
+}
+
+/// The explicit `model_info.id`, as the deployment will carry it.
+fn info_id(info: Option<&RawModelInfo>) -> Option<String> {
+    info?.id.clone().map(|id| id.into_string()).filter(|id| !id.is_empty())
+}
+
+/// What the provider sends as headers must be sendable: the key, `azure_ad_token` and
+/// `organization` are valid header values, and `extra_headers` valid names (none of the
+/// connection's own, [`CONNECTION_HEADERS`]) with valid values. Checked here so that such a
+/// deployment is refused at load instead of failing every attempt. The types were checked
+/// already (`secret`): these are strings. No message shows a value.
+fn headers(api_key: Option<&str>, params: &Extra, lp: &dyn Fn(&str) -> String, who: &str) -> Result<(), ConfigError> {
+    let not_a_value = |path: String| {
+        ConfigError::invalid(
+            path,
+            format!(
+                "{who}: not a valid header value (it holds a control character; a newline at the end of an \
+                 environment variable?)"
+            ),
+        )
+    };
+    if api_key.is_some_and(|k| HeaderValue::from_str(k).is_err()) {
+        return Err(not_a_value(lp("api_key")));
+    }
+    for key in ["azure_ad_token", "organization"] {
+        if let Some(serde_json::Value::String(v)) = params.get(key)
+            && HeaderValue::from_str(v).is_err()
+        {
+            return Err(not_a_value(lp(key)));
+        }
+    }
+    let Some(serde_json::Value::Object(extra)) = params.get("extra_headers") else { return Ok(()) };
+    for (name, value) in extra {
+        let path = lp(&format!("extra_headers.{name}"));
+        let Ok(header) = HeaderName::from_bytes(name.as_bytes()) else {
+            return Err(ConfigError::invalid(path, format!("{who}: not a valid header name")));
+        };
+        if CONNECTION_HEADERS.contains(&header.as_str()) {
+            return Err(ConfigError::invalid(
+                path,
+                format!("{who}: `{header}` is a connection header, which belongs to the transport"),
+            ));
+        }
+        if value.as_str().is_some_and(|v| HeaderValue::from_str(v).is_err()) {
+            return Err(not_a_value(path));
+        }
+    }
+    Ok(())
 }
 
 fn model_info(
@@ -340,6 +407,12 @@ fn model_info(
     }
     let mut caps = Capabilities::default();
     for (key, value) in info.extra {
+        // The model the catalog is asked about (LiteLLM's cost and context-window lookups).
+        if key == "base_model"
+            && let Some(base) = value.as_str().filter(|b| !b.trim().is_empty())
+        {
+            b = b.base_model(base);
+        }
         if key.starts_with("supports_") {
             if value.is_null() {
                 continue;

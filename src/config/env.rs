@@ -62,8 +62,8 @@ impl<'a> Env<'a> {
     }
 
     /// Resolves every reference in the parts of `doc` that Switchyard reads: each
-    /// `model_list[].litellm_params` (nested values too), `general_settings.master_key` and the
-    /// `router_settings.redis_*` keys. Keys that are ignored are left alone, so a reference in
+    /// `model_list[].litellm_params` (nested values too), `general_settings.master_key` and
+    /// `.edge`, and the `router_settings.redis_*` keys. Keys that are ignored are left alone, so a reference in
     /// them never fails the load.
     pub(crate) fn resolve(&self, doc: &mut Value) -> Result<(), ConfigError> {
         if let Some(Value::Array(models)) = doc.get_mut("model_list") {
@@ -75,6 +75,9 @@ impl<'a> Env<'a> {
         }
         if let Some(key) = doc.get_mut("general_settings").and_then(|g| g.get_mut("master_key")) {
             self.resolve_tree(key, "general_settings.master_key")?;
+        }
+        if let Some(edge) = doc.get_mut("general_settings").and_then(|g| g.get_mut("edge")) {
+            self.resolve_tree(edge, "general_settings.edge")?;
         }
         if let Some(Value::Object(router)) = doc.get_mut("router_settings") {
             for key in ROUTER_KEYS {

@@ -5,9 +5,9 @@
 //! with a warning and the validation rules are listed in `docs/config.md`. In short:
 //! `model_list` becomes [`Config::deployments`] (config order, stable ids), `router_settings`
 //! and the routing keys of `litellm_settings` become the strategy, fallback tables, aliases and
-//! [`RouterSettings`] (`router_settings` wins when both set a key), and
-//! `general_settings.master_key` becomes [`Config::master_key`]. Every error names the path
-//! of the offending key.
+//! [`RouterSettings`] (`router_settings` wins when both set a key),
+//! `general_settings.master_key` becomes [`Config::master_key`] and `general_settings.edge`
+//! (ours) the gateway's [`EdgeSettings`]. Every error names the path of the offending key.
 //!
 //! ```
 //! use switchyard::config::Config;
@@ -32,10 +32,12 @@
 //! ```
 
 mod convert;
+pub(crate) mod edge;
 mod env;
 mod error;
 mod raw;
 mod redis;
+mod secret;
 mod settings;
 mod validate;
 
@@ -46,11 +48,12 @@ use switchyard_layers::retry::RETRY_POLICY_FIELDS;
 use switchyard_layers::{
     ApiKey, Deployment,
     fallback::FallbackTables,
-    precall::{AffinityConfig, BudgetConfig},
+    precall::{AffinityConfig, BudgetConfig, PreCallConfig},
     select::{RoutingGroups, RoutingStrategy, StrategyArgs},
     state::LatencyConfig,
 };
 
+pub use edge::EdgeSettings;
 pub use error::{ConfigError, ConfigErrorKind};
 pub use redis::RedisSettings;
 
@@ -82,6 +85,12 @@ pub struct Config {
     pub settings: RouterSettings,
     /// `general_settings.master_key`: the key gateway clients present.
     pub master_key: Option<ApiKey>,
+    /// `general_settings.edge` (ours): the gateway's connection limits and browser rules.
+    pub edge: EdgeSettings,
+    /// `general_settings.count_tokens: upstream` (ours): `/v1/messages/count_tokens` asks an
+    /// Anthropic deployment of the group for the exact count; `estimate` (default) counts
+    /// locally.
+    pub count_tokens_upstream: bool,
     /// One entry per key that was ignored (also logged once with `tracing::warn!` at load).
     pub warnings: Vec<String>,
     /// `router_settings.seed` (not a LiteLLM key): seeds every random pick, for reproducible
@@ -103,6 +112,8 @@ impl Default for Config {
             fallbacks,
             settings: RouterSettings::default(),
             master_key: None,
+            edge: EdgeSettings::default(),
+            count_tokens_upstream: false,
             warnings: Vec::new(),
             seed: None,
         }
@@ -135,9 +146,10 @@ pub struct RouterSettings {
     /// Retries within a group after a failed attempt (default 2).
     pub num_retries: u32,
     /// Per-attempt timeout (`router_settings.timeout`, `litellm_settings.request_timeout`);
-    /// `None` when not set.
+    /// `None` when not set (attempts then get the provider's default, 600 s).
     pub timeout: Option<Duration>,
-    /// Per-attempt timeout for streaming requests; `None` when not set.
+    /// Per-attempt timeout for streaming requests (first content chunk, then between chunks);
+    /// `None` when not set (streams then get `timeout`, else the provider's default, 60 s).
     pub stream_timeout: Option<Duration>,
     /// Minimum backoff before a retry (default 0).
     pub retry_after: Duration,
@@ -191,6 +203,15 @@ pub struct RouterSettings {
     /// `session_affinity` / `deployment_affinity` with `deployment_affinity_ttl_seconds`); `None`
     /// when off.
     pub affinity: Option<AffinityConfig>,
+    /// Prompt-cache affinity (`prompt_cache_affinity_ttl`, seconds, ours; 0 turns it off):
+    /// requests sharing a cacheable prefix prefer the deployment that served it last.
+    pub prompt_cache_affinity: Option<Duration>,
+    /// How long the deployment holding a Responses API conversation is remembered
+    /// (`conversation_ttl`, seconds, ours).
+    pub conversation_ttl: Duration,
+    /// `conversation_fallback` (ours): a continued conversation whose deployment cannot serve is
+    /// routed as a new one instead of refused.
+    pub conversation_fallback: bool,
 }
 
 impl RouterSettings {
@@ -229,6 +250,9 @@ impl Default for RouterSettings {
             deadline: None,
             budgets: BudgetConfig::default(),
             affinity: None,
+            prompt_cache_affinity: Some(PreCallConfig::DEFAULT_PROMPT_CACHE_TTL),
+            conversation_ttl: PreCallConfig::DEFAULT_CONVERSATION_TTL,
+            conversation_fallback: false,
         }
     }
 }
@@ -283,6 +307,7 @@ impl fmt::Debug for Config {
             .field("fallbacks", &self.fallbacks)
             .field("settings", &self.settings)
             .field("master_key", &self.master_key)
+            .field("edge", &self.edge)
             .field("warnings", &self.warnings)
             .field("seed", &self.seed)
             .finish()

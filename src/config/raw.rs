@@ -270,6 +270,12 @@ pub(crate) struct RawRouterSettings {
     /// LiteLLM's optional checks (`session_affinity`, `deployment_affinity`, ...).
     pub(crate) optional_pre_call_checks: Option<Vec<String>>,
     pub(crate) deployment_affinity_ttl_seconds: Option<Num>,
+    /// Ours: seconds a cacheable prompt prefix sticks to its deployment (0: off).
+    pub(crate) prompt_cache_affinity_ttl: Option<Num>,
+    /// Ours: seconds the deployment holding a Responses API conversation is remembered.
+    pub(crate) conversation_ttl: Option<Num>,
+    /// Ours: route a continued conversation whose deployment cannot serve as a new one.
+    pub(crate) conversation_fallback: Option<bool>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }
@@ -325,11 +331,15 @@ pub(crate) struct RawRoutingGroup {
     pub(crate) extra: Extra,
 }
 
-/// `general_settings` (only `master_key` is read).
+/// `general_settings` (only `master_key` and our `edge` and `count_tokens` are read).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RawGeneralSettings {
     pub(crate) master_key: Option<String>,
+    /// Ours: the gateway's connection limits and browser rules, read by `edge::edge`.
+    pub(crate) edge: Option<Value>,
+    /// Ours: `estimate` (default) or `upstream`, how `/v1/messages/count_tokens` counts.
+    pub(crate) count_tokens: Option<String>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }

@@ -15,9 +15,11 @@ use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 use super::{
     Alias, Config, ConfigError, ConfigErrorKind, RedisSettings, RouterSettings,
     convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_period, to_secs, to_timeout, to_u32, to_u64},
+    edge,
     env::Env,
     raw::{Flag, Num, RawConfig, RawGeneralSettings, RawLitellmSettings, RawRouterSettings, RawStrategyArgs},
     redis::{check_host, host_url},
+    secret,
     validate::{self, Node, Sources, Table},
 };
 
@@ -38,6 +40,7 @@ pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
     }
     let env = Env::new(&doc, lookup)?;
     env.resolve(&mut doc)?;
+    secret::read_credentials(&mut doc)?;
     let raw: RawConfig = serde_path_to_error::deserialize(doc).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
@@ -326,6 +329,15 @@ fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Resul
     c.settings.budgets = provider_budgets(rs.provider_budget_config, &at("provider_budget_config"), w)?;
     c.settings.affinity =
         affinity(rs.deployment_affinity, rs.optional_pre_call_checks, rs.deployment_affinity_ttl_seconds, w)?;
+    if let Some(ttl) = opt(rs.prompt_cache_affinity_ttl, || at("prompt_cache_affinity_ttl"), to_secs)? {
+        c.settings.prompt_cache_affinity = (!ttl.is_zero()).then_some(ttl);
+    }
+    if let Some(ttl) = opt(rs.conversation_ttl, || at("conversation_ttl"), to_timeout)? {
+        c.settings.conversation_ttl = ttl;
+    }
+    if let Some(on) = rs.conversation_fallback {
+        c.settings.conversation_fallback = on;
+    }
     w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
     Ok(())
 }
@@ -533,11 +545,38 @@ fn policy(
 
 fn general(c: &mut Config, gs: RawGeneralSettings, w: &mut Warnings) -> Result<(), ConfigError> {
     if let Some(key) = gs.master_key {
-        if key.is_empty() {
-            return Err(ConfigError::invalid("general_settings.master_key", "must not be empty"));
+        let at = "general_settings.master_key";
+        // Clients present the key in a header, trimmed: a key that a header cannot carry as it is
+        // (an environment variable ending in a newline) would lock every client out.
+        if key.trim().is_empty() {
+            return Err(ConfigError::invalid(at, "must not be empty"));
+        }
+        if key.trim() != key {
+            return Err(ConfigError::invalid(
+                at,
+                "has leading or trailing whitespace (an environment variable ending in a newline?), \
+                 which no client can present; remove it",
+            ));
+        }
+        if key.chars().any(char::is_control) {
+            return Err(ConfigError::invalid(
+                at,
+                "contains a control character, which no client can send in a header; remove it",
+            ));
         }
         c.master_key = Some(ApiKey::new(key));
     }
+    c.edge = edge::edge(gs.edge)?;
+    c.count_tokens_upstream = match gs.count_tokens.as_deref() {
+        None | Some("estimate") => false,
+        Some("upstream") => true,
+        Some(other) => {
+            return Err(ConfigError::invalid(
+                "general_settings.count_tokens",
+                format!("must be `estimate` or `upstream`, got `{}`", other.chars().take(40).collect::<String>()),
+            ));
+        }
+    };
     w.ignored_keys("general_settings", &gs.extra, NOT_SUPPORTED);
     Ok(())
 }
@@ -697,7 +736,7 @@ fn affinity(
     Ok((config.by_session || config.by_api_key).then_some(config))
 }
 
-/// Deployments of providers Switchyard does not serve natively (`anthropic/`, `bedrock/`, ...) are
+/// Deployments of providers Switchyard does not serve natively (`sagemaker/`, `watsonx/`, ...) are
 /// refused at load, naming the provider and the deployment, or skipped with one warning each when
 /// `router_settings.skip_unsupported_providers` is true: never a failure at request time.
 fn unsupported_providers(c: &mut Config, skip: bool, w: &mut Warnings) -> Result<(), ConfigError> {

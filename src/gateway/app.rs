@@ -1,8 +1,8 @@
-//! The axum app: the OpenAI endpoints (the routing stack behind the ingress), the gateway's own
-//! endpoints, and the layers every request goes through.
+//! The axum app: the OpenAI and Anthropic endpoints (the routing stack behind the ingress), the
+//! gateway's own endpoints, and the layers every request goes through.
 //!
-//! Outermost first: request id, span and request metrics (every answer, 404s included); the
-//! master key (every route but the health probes and the dashboard's static page); then either a
+//! Outermost first: request id, span and request metrics (every answer, 404s included); CORS
+//! when origins are configured; the origin and host checks (`origin`); the master key (every route but the health probes and the dashboard's static page); then either a
 //! handler or, for the OpenAI endpoints, the ingress (body limit, JSON, errors as OpenAI answers),
 //! the observer (routing headers, attempt metrics, the dashboard's windows) and the routing stack.
 
@@ -18,13 +18,13 @@ use tower::ServiceBuilder;
 use super::{
     Shared, auth, error,
     observe::ObserveLayer,
-    request_id,
-    routes::{deployments, health, models, reload, state},
+    origin, request_id,
+    routes::{deployments, health, models, reload, responses, state},
     ui,
 };
 
 /// Paths of the routed endpoints; the ingress reads the endpoint from the end of the path.
-const ROUTED: [&str; 9] = [
+const ROUTED: [&str; 14] = [
     "/v1/chat/completions",
     "/chat/completions",
     "/v1/completions",
@@ -34,6 +34,13 @@ const ROUTED: [&str; 9] = [
     "/openai/deployments/{deployment}/chat/completions",
     "/openai/deployments/{deployment}/completions",
     "/openai/deployments/{deployment}/embeddings",
+    // Anthropic's Messages API (Claude Code, the `anthropic` SDKs).
+    "/v1/messages",
+    "/anthropic/v1/messages",
+    // OpenAI's Responses API (Codex, the Agents SDK).
+    "/v1/responses",
+    "/responses",
+    "/openai/v1/responses",
 ];
 
 pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
@@ -46,6 +53,12 @@ pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
         protected = protected.route(path, post_service(routing.clone()));
     }
     let protected = protected
+        .route("/v1/messages/count_tokens", post(responses::count_tokens))
+        .route("/anthropic/v1/messages/count_tokens", post(responses::count_tokens))
+        .route("/v1/responses/{id}", get(responses::get).delete(responses::delete))
+        .route("/responses/{id}", get(responses::get).delete(responses::delete))
+        .route("/v1/responses/{id}/cancel", post(responses::cancel))
+        .route("/responses/{id}/cancel", post(responses::cancel))
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
         .route("/metrics", get(health::metrics))
@@ -70,10 +83,16 @@ pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
         .route("/ui/", get(ui::to_index))
         .route("/ui/app.js", get(ui::script))
         .route("/ui/app.css", get(ui::style));
-    protected
+    let cors = shared.origins.cors();
+    let app = protected
         .merge(open)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(middleware::from_fn(request_id::track))
-        .with_state(shared)
+        .layer(middleware::from_fn_with_state(shared.clone(), origin::check));
+    // CORS outside the origin check: a preflight from an allowed origin is answered here.
+    let app = match cors {
+        Some(cors) => app.layer(cors),
+        None => app,
+    };
+    app.layer(middleware::from_fn(request_id::track)).with_state(shared)
 }

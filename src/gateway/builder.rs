@@ -9,11 +9,15 @@ use switchyard_services::ingress::IngressLayer;
 use tower::{Service, util::BoxCloneSyncService};
 
 use super::{
-    Gateway, Shared, metrics,
+    ConnectionLimits, Gateway, Shared, metrics,
+    origin::Origins,
     reload::{self, DeploymentCheck, ReloadError},
     ui,
 };
-use crate::{Config, Router, RouterError};
+use crate::{
+    Config, Router, RouterError,
+    config::edge::{normalize_host, normalize_origin},
+};
 
 type Provider = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
 
@@ -26,6 +30,8 @@ pub struct GatewayBuilder {
     seed: Option<u64>,
     max_body_bytes: usize,
     shutdown_grace: Duration,
+    limits: ConnectionLimits,
+    origins: Origins,
     prometheus: Option<PrometheusHandle>,
     check: Option<DeploymentCheck>,
     routing_trail: bool,
@@ -39,6 +45,8 @@ impl fmt::Debug for GatewayBuilder {
             .field("config_path", &self.config_path)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("limits", &self.limits)
+            .field("origins", &self.origins)
             .finish_non_exhaustive()
     }
 }
@@ -51,16 +59,18 @@ impl GatewayBuilder {
 
     pub(super) fn new(config: Config) -> Self {
         Self {
-            config,
             provider: None,
             config_path: None,
             store: None,
             seed: None,
             max_body_bytes: Self::DEFAULT_MAX_BODY_BYTES,
             shutdown_grace: Self::DEFAULT_SHUTDOWN_GRACE,
+            limits: ConnectionLimits::configured(&config.edge),
+            origins: Origins::configured(&config.edge),
             prometheus: None,
             check: None,
             routing_trail: false,
+            config,
         }
     }
 
@@ -110,6 +120,54 @@ impl GatewayBuilder {
         self
     }
 
+    /// The limits [`Gateway::serve`] applies to every connection (header-read and idle timeouts,
+    /// the connection cap, the head size, HTTP/2 keep-alive), replacing the config's: without
+    /// this call, [`ConnectionLimits::default`] with what `general_settings.edge` sets
+    /// ([`EdgeSettings`](crate::config::EdgeSettings)). Not applied when you serve
+    /// [`Gateway::router`] yourself.
+    pub fn connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Origins whose pages may call the gateway from a browser, besides the gateway's own:
+    /// `https://app.example.com` (scheme, host and port as the browser sends `Origin`), or `*`
+    /// for any. A request from any other origin is refused with 403 `origin_not_allowed`. With
+    /// at least one, CORS answers (preflights included) are sent for them; with none (the
+    /// default), no CORS header is ever sent. Replaces `general_settings.edge.allowed_origins`.
+    ///
+    /// ```
+    /// use switchyard::{Config, gateway::Gateway, services::sim::SimProvider};
+    /// let config = Config::from_yaml_str("model_list: []")?;
+    /// let gateway = Gateway::builder(config)
+    ///     .provider(SimProvider::new(1))
+    ///     .allowed_origins(["https://chat.example.com"])
+    ///     .build()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins.allowed_origins = origins.into_iter().map(|o| normalize_origin(&o.into())).collect();
+        self
+    }
+
+    /// Host names clients may send in `Host` when no master key is set, besides `localhost`,
+    /// `*.localhost` and IP addresses (`gateway.internal`, without a port; `*` for any). Other
+    /// names are refused with 403 `host_not_allowed`: without a key, a page on a DNS-rebinding
+    /// name could otherwise read the gateway's answers. With a master key, every host is served.
+    /// Replaces `general_settings.edge.allowed_hosts`.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins.allowed_hosts = hosts.into_iter().map(|h| normalize_host(&h.into())).collect();
+        self
+    }
+
     /// Renders `/metrics` from this handle: for a program that installed its own Prometheus
     /// recorder before building the gateway. By default the first gateway of the process installs
     /// one.
@@ -156,6 +214,7 @@ impl GatewayBuilder {
     /// Builds the routing stack and the gateway around it.
     pub fn build(self) -> Result<Gateway, GatewayError> {
         let provider = self.provider.ok_or(GatewayError::MissingProvider)?;
+        self.limits.check().map_err(GatewayError::Limits)?;
         reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
         let dashboard = ui::Dashboard::new(self.config.settings.default_max_parallel_requests);
         let (on_fallback, on_cooldown) = (dashboard.clone(), dashboard.clone());
@@ -179,12 +238,15 @@ impl GatewayBuilder {
             cooldown_time: self.config.settings.cooldown_time,
             max_body_bytes: self.max_body_bytes,
             shutdown_grace: self.shutdown_grace,
+            limits: self.limits,
+            origins: self.origins,
             config_path: self.config_path,
             prometheus,
             check: self.check,
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
             routing_trail: self.routing_trail,
+            count_tokens_upstream: self.config.count_tokens_upstream,
             stopping: tokio::sync::watch::Sender::new(false),
         };
         Ok(Gateway { shared: Arc::new(shared) })
@@ -201,6 +263,9 @@ pub enum GatewayError {
     Router(RouterError),
     /// A deployment was refused by [`GatewayBuilder::check_deployment`].
     Deployment(ReloadError),
+    /// [`GatewayBuilder::connection_limits`] cannot be served (a zero timeout or cap, a head
+    /// limit under 8 KiB); the text names the limit.
+    Limits(String),
 }
 
 impl fmt::Display for GatewayError {
@@ -209,6 +274,7 @@ impl fmt::Display for GatewayError {
             Self::MissingProvider => f.write_str("the gateway needs a provider: call GatewayBuilder::provider"),
             Self::Router(e) => e.fmt(f),
             Self::Deployment(e) => e.fmt(f),
+            Self::Limits(e) => f.write_str(e),
         }
     }
 }
@@ -216,7 +282,7 @@ impl fmt::Display for GatewayError {
 impl std::error::Error for GatewayError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::MissingProvider => None,
+            Self::MissingProvider | Self::Limits(_) => None,
             Self::Router(e) => Some(e),
             Self::Deployment(e) => Some(e),
         }

@@ -55,6 +55,10 @@ pub const LITELLM_ATTEMPTED_FALLBACKS: HeaderName = HeaderName::from_static("x-l
 /// LiteLLM's name for [`OVERHEAD_MS`].
 pub const LITELLM_OVERHEAD_MS: HeaderName = HeaderName::from_static("x-litellm-overhead-duration-ms");
 
+/// Which affinity chose the serving deployment (`conversation`, `session`, `prompt_cache`);
+/// absent when the strategy picked.
+pub const AFFINITY: HeaderName = HeaderName::from_static("x-switchyard-affinity");
+
 /// Inserts every routing header for `served`, with `overhead` as the routing overhead.
 ///
 /// Group names and deployment ids come from the config; one that is not a valid header value

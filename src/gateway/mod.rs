@@ -41,11 +41,13 @@
 mod app;
 mod auth;
 mod builder;
+mod conn;
 mod cutoff;
 mod error;
 pub mod headers;
 mod metrics;
 mod observe;
+mod origin;
 mod reload;
 mod request_id;
 mod routes;
@@ -56,6 +58,7 @@ mod ui;
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
 pub use builder::{GatewayBuilder, GatewayError};
+pub use conn::ConnectionLimits;
 use metrics_exporter_prometheus::PrometheusHandle;
 pub use reload::{ReloadError, ReloadSummary};
 pub use serve::shutdown_signal;
@@ -89,6 +92,10 @@ pub(crate) struct Shared {
     pub(crate) cooldown_time: Duration,
     pub(crate) max_body_bytes: usize,
     pub(crate) shutdown_grace: Duration,
+    /// What [`Gateway::serve`] applies to every connection.
+    pub(crate) limits: ConnectionLimits,
+    /// Which origins and host names browsers may use.
+    pub(crate) origins: origin::Origins,
     pub(crate) config_path: Option<PathBuf>,
     pub(crate) prometheus: Option<PrometheusHandle>,
     pub(crate) check: Option<DeploymentCheck>,
@@ -98,6 +105,8 @@ pub(crate) struct Shared {
     pub(crate) dashboard: Arc<ui::Dashboard>,
     /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).
     pub(crate) routing_trail: bool,
+    /// `/v1/messages/count_tokens` asks an Anthropic deployment (`general_settings.count_tokens`).
+    pub(crate) count_tokens_upstream: bool,
     /// Set when [`Gateway::serve`] starts shutting down: open event streams end, so they do not
     /// hold the graceful shutdown for its whole grace period.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,

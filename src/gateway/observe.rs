@@ -11,7 +11,8 @@ use std::{
 
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
-use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served};
+use http::HeaderValue;
+use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served, precall::AffinityHit};
 use switchyard_services::edge;
 use tokio::time::Instant;
 use tower::{Layer, Service};
@@ -84,8 +85,18 @@ where
                         metrics::record_served(&served, overhead);
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
+                        let hit = resp.extensions().get::<AffinityHit>().copied();
+                        if let Some(hit) = hit {
+                            resp.headers_mut().insert(headers::AFFINITY, HeaderValue::from_static(hit.as_str()));
+                            dashboard.record_affinity(&served.deployment);
+                        }
                         if with_trail {
-                            trail::insert(resp.headers_mut(), &trail::for_served(&served));
+                            let mut value = trail::for_served(&served);
+                            if let Some(hit) = hit {
+                                value.push_str(" ~");
+                                value.push_str(hit.as_str());
+                            }
+                            trail::insert(resp.headers_mut(), &value);
                         }
                     }
                     Ok(resp)

@@ -18,6 +18,7 @@ use std::{
 
 use axum::{extract::Request, middleware::Next, response::Response};
 use http::{HeaderName, HeaderValue};
+use switchyard_services::ingress::acceptable_request_id;
 use tokio::time::Instant;
 use tracing::{Instrument, field};
 
@@ -25,20 +26,16 @@ use super::{headers::REQUEST_ID, metrics};
 
 /// W3C trace context header.
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
-/// Longest client-chosen request id kept; a longer one is replaced.
-const MAX_ID_LEN: usize = 128;
 
 /// Tags the request with its id, runs it inside its span, counts and logs its answer.
 pub(crate) async fn track(mut req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let id = match req.headers().get(&REQUEST_ID).filter(|v| acceptable(v)) {
+    // Exactly one value goes further: the client's first when acceptable, else a new one.
+    let id = match req.headers().get(&REQUEST_ID).filter(|v| acceptable_request_id(v)) {
         Some(v) => v.clone(),
-        None => {
-            let v = HeaderValue::from_str(&new_request_id()).unwrap_or(HeaderValue::from_static("unknown"));
-            req.headers_mut().insert(REQUEST_ID, v.clone());
-            v
-        }
+        None => HeaderValue::from_str(&new_request_id()).unwrap_or(HeaderValue::from_static("unknown")),
     };
+    req.headers_mut().insert(REQUEST_ID, id.clone());
     let endpoint = metrics::endpoint_label(req.uri().path());
     let traceparent = req.headers().get(&TRACEPARENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let span = tracing::info_span!(
@@ -76,12 +73,6 @@ pub(crate) async fn track(mut req: Request, next: Next) -> Response {
     resp
 }
 
-/// A client's id is kept when it is short printable ASCII (it goes into logs and upstream).
-fn acceptable(v: &HeaderValue) -> bool {
-    let b = v.as_bytes();
-    !b.is_empty() && b.len() <= MAX_ID_LEN && b.iter().all(|c| c.is_ascii_graphic())
-}
-
 /// A random-looking, unique-per-process id in UUID layout (not a security token).
 fn new_request_id() -> String {
     static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -115,13 +106,5 @@ mod tests {
         assert_eq!(a.len(), 36);
         assert_eq!(a.matches('-').count(), 4);
         assert!(HeaderValue::from_str(&a).is_ok());
-    }
-
-    #[test]
-    fn client_ids_must_be_short_printable_ascii() {
-        assert!(acceptable(&HeaderValue::from_static("req-123")));
-        assert!(!acceptable(&HeaderValue::from_static("")));
-        assert!(!acceptable(&HeaderValue::from_static("has space")));
-        assert!(!acceptable(&HeaderValue::from_str(&"x".repeat(200)).expect("valid")));
     }
 }

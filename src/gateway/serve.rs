@@ -5,20 +5,27 @@
 //! While serving, `SIGHUP` reloads the config file (unix) and the Prometheus recorder's upkeep
 //! runs every few seconds.
 
-use std::{
-    future::{Future, IntoFuture},
-    io,
-    time::Duration,
-};
+use std::{future::Future, io, sync::Arc, time::Duration};
 
-use axum::{middleware, serve::ListenerExt};
+use axum::middleware;
+use http::Request;
+use hyper::{body::Incoming, service::service_fn};
+use hyper_util::{
+    rt::{TokioExecutor, TokioIo},
+    server::conn::auto::Builder,
+};
 use tokio::{
-    net::TcpListener,
-    sync::{oneshot, watch},
+    net::{TcpListener, TcpStream},
+    sync::{OwnedSemaphorePermit, Semaphore, watch},
     task::JoinHandle,
 };
+use tower::Service;
 
-use super::{Gateway, cutoff};
+use super::{
+    ConnectionLimits, Gateway,
+    conn::{Expiry, Tracked, Watch, Watched},
+    cutoff,
+};
 
 /// How often histogram samples are folded into the Prometheus distributions between scrapes.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
@@ -31,6 +38,11 @@ impl Gateway {
     /// [`GatewayBuilder::shutdown_grace`](super::GatewayBuilder::shutdown_grace); after that they
     /// are cut off: 503, or a stream ended with an error), then it returns.
     ///
+    /// Every connection gets the [`ConnectionLimits`] of
+    /// [`GatewayBuilder::connection_limits`](super::GatewayBuilder::connection_limits): a
+    /// header-read and an idle timeout, a cap on connections served at once, a head size limit
+    /// and HTTP/2 keep-alive pings.
+    ///
     /// [`shutdown_signal`] is the usual `shutdown`: ctrl-c or `SIGTERM`.
     pub async fn serve(
         &self,
@@ -39,60 +51,43 @@ impl Gateway {
     ) -> io::Result<()> {
         let addr = listener.local_addr()?;
         let grace = self.shared.shutdown_grace;
-        let (stopping_tx, stopping_rx) = oneshot::channel::<()>();
-        let shared = self.shared.clone();
-        let signal = async move {
-            shutdown.await;
-            // Event streams never end on their own: end them now.
-            shared.stopping.send_replace(true);
-            tracing::info!(
-                grace_seconds = grace.as_secs_f64(),
-                "shutting down: no new connections, finishing requests in flight"
-            );
-            let _ = stopping_tx.send(());
-        };
         let (cut_tx, cut_rx) = watch::channel(false);
         let app = self.router().layer(middleware::from_fn(move |req, next| cutoff::race(cut_rx.clone(), req, next)));
         let _tasks = Tasks(vec![self.spawn_upkeep(), self.spawn_sighup()].into_iter().flatten().collect());
         tracing::info!(%addr, "gateway listening");
-        // Streams answer chunk by chunk: do not let Nagle hold them back.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        // `into_make_service` turns the routes into services once; handing `axum::serve` the
-        // router itself would rebuild its route table for every connection (about 17 KB each).
-        let mut server = axum::serve(listener, app.into_make_service()).with_graceful_shutdown(signal).into_future();
-        let grace_over = async move {
-            match stopping_rx.await {
-                Ok(()) => tokio::time::sleep(grace).await,
-                // The signal future was dropped without firing: only the server can end.
-                Err(_) => std::future::pending().await,
-            }
-        };
+        let accepting = accept(listener, app, self.shared.limits, self.shared.stopping.subscribe());
+        tokio::pin!(accepting);
         tokio::select! {
-            done = &mut server => {
+            () = &mut accepting => {}
+            () = shutdown => {}
+        }
+        // Event streams never end on their own: end them now; connections close gracefully.
+        self.shared.stopping.send_replace(true);
+        tracing::info!(
+            grace_seconds = grace.as_secs_f64(),
+            "shutting down: no new connections, finishing requests in flight"
+        );
+        tokio::select! {
+            () = &mut accepting => {
                 self.flush_state().await;
                 tracing::info!("gateway stopped");
-                return done;
+                return Ok(());
             }
-            () = grace_over => {}
+            () = tokio::time::sleep(grace) => {}
         }
         tracing::warn!(
             grace_seconds = grace.as_secs_f64(),
             "grace period over: cutting off the requests still in flight"
         );
         let _ = cut_tx.send(true);
-        match tokio::time::timeout(AFTER_CUT, server).await {
-            Ok(done) => {
+        match tokio::time::timeout(AFTER_CUT, accepting).await {
+            Ok(()) => {
                 self.flush_state().await;
                 tracing::info!("gateway stopped");
-                done
             }
-            Err(_) => {
-                tracing::warn!("connections still open after the cut-off; leaving them to the runtime");
-                Ok(())
-            }
+            Err(_) => tracing::warn!("connections still open after the cut-off; leaving them to the runtime"),
         }
+        Ok(())
     }
 
     /// Lets the state backend's queued bookkeeping (counts, spend) reach it, for at most
@@ -139,6 +134,126 @@ impl Gateway {
     fn spawn_sighup(&self) -> Option<JoinHandle<()>> {
         None
     }
+}
+
+/// Accepts connections (at most `limits.max_connections` at once) and serves each in its own
+/// task until `stopping` turns true; then closes every connection gracefully and completes when
+/// the last one has closed.
+async fn accept(
+    listener: TcpListener,
+    app: axum::Router,
+    limits: ConnectionLimits,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let builder = Arc::new(limits.builder());
+    let slots = Arc::new(Semaphore::new(limits.max_connections.min(Semaphore::MAX_PERMITS)));
+    // Every connection task holds a receiver: when the last one is dropped, all have ended.
+    let (closed_tx, closed_rx) = watch::channel(());
+    let mut at_cap_logged = false;
+    loop {
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => {
+                at_cap_logged = false;
+                slot
+            }
+            Err(_) => {
+                if !at_cap_logged {
+                    tracing::warn!(
+                        max_connections = limits.max_connections,
+                        "at the connection cap: new connections wait"
+                    );
+                    at_cap_logged = true;
+                }
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                    _ = stopping.wait_for(|stop| *stop) => break,
+                }
+            }
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = stopping.wait_for(|stop| *stop) => break,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _peer)) => tcp,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Out of file descriptors and the like: wait instead of spinning.
+                tracing::error!(error = %e, "accepting a connection failed; retrying in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        // Streams answer chunk by chunk: do not let Nagle hold them back.
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(connection(tcp, app.clone(), builder.clone(), limits, stopping.clone(), slot, closed_rx.clone()));
+    }
+    drop(closed_rx);
+    drop(listener);
+    closed_tx.closed().await;
+}
+
+/// Serves one connection until it closes, its watchdog fires, or the gateway stops.
+async fn connection(
+    tcp: TcpStream,
+    app: axum::Router,
+    builder: Arc<Builder<TokioExecutor>>,
+    limits: ConnectionLimits,
+    mut stopping: watch::Receiver<bool>,
+    _slot: OwnedSemaphorePermit,
+    _open: watch::Receiver<()>,
+) {
+    let watch = Watch::new(&limits);
+    let io = TokioIo::new(Watched::new(tcp, watch.clone()));
+    let requests = watch.clone();
+    let service = service_fn(move |req: Request<Incoming>| {
+        let in_flight = requests.begin(req.version() == http::Version::HTTP_2);
+        let mut app = app.clone();
+        async move {
+            let resp = app.call(req.map(axum::body::Body::new)).await;
+            resp.map(|resp| resp.map(|body| Tracked::new(body, in_flight)))
+        }
+    });
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    let expired = watch.expired();
+    tokio::pin!(expired);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            done = conn.as_mut() => {
+                if let Err(e) = done {
+                    tracing::trace!(error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            why = &mut expired, if !closing => match why {
+                Expiry::Idle => {
+                    tracing::trace!("closing an idle connection");
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                Expiry::Head => {
+                    tracing::debug!(timeout_seconds = limits.header_read_timeout.as_secs_f64(), "dropping a connection whose request head did not arrive in time");
+                    return;
+                }
+            },
+            _ = stopping.wait_for(|stop| *stop), if !closing => {
+                conn.as_mut().graceful_shutdown();
+                closing = true;
+            }
+        }
+    }
+}
+
+fn is_connection_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+    )
 }
 
 /// Background tasks that end with [`Gateway::serve`].

@@ -7,6 +7,8 @@
 //! ```
 //!
 //! One entry per attempt, oldest first, separated by `, `: `group/deployment:outcome:duration`.
+//! When an affinity chose the serving deployment, the gateway appends ` ~conversation`,
+//! ` ~session` or ` ~prompt_cache` after the last entry.
 //! `group` and `deployment` (the model group and deployment id from the config) are
 //! percent-encoded outside `A-Z a-z 0-9 - . _ ~`, so `/`, `:`, `,` and spaces inside them never
 //! split an entry; `outcome` is the attempt's class (`success`, `rate_limited`, `server_error`,

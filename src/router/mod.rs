@@ -323,6 +323,9 @@ fn precall_config(config: &Config) -> PreCallConfig {
         .wait_for_parallel_slot(s.wait_for_parallel_slot)
         .budgets(s.budgets.clone())
         .affinity(s.affinity)
+        .prompt_cache_affinity(s.prompt_cache_affinity)
+        .conversation_ttl(s.conversation_ttl)
+        .conversation_fallback(s.conversation_fallback)
 }
 
 fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {

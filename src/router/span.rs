@@ -21,6 +21,7 @@ use pin_project_lite::pin_project;
 use switchyard_layers::{
     BoxError, RouteBody, RouteCtx, RouteError, RouteRequest, Served,
     body::{BodyEnd, BodyEndKind},
+    logsafe::Escaped,
     semconv::{operation, provider_and_model},
 };
 use tower::{Layer, Service};
@@ -70,7 +71,7 @@ fn call_span(ctx: &RouteCtx) -> Span {
     let op = operation(ctx.facts().endpoint);
     tracing::info_span!(
         "call",
-        otel.name = %format_args!("{op} {}", ctx.requested()),
+        otel.name = %format_args!("{op} {}", Escaped(ctx.requested())),
         otel.kind = "internal",
         otel.status_code = field::Empty,
         gen_ai.operation.name = op,

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::{DeploymentId, Outcome, state::CooldownState};
+use crate::{DeploymentId, Outcome, logsafe::Escaped, state::CooldownState};
 
 /// Something the cooldown layer did, for hooks, logs and metrics.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,17 +63,17 @@ pub struct CooldownEntry {
 pub(crate) fn emit(hook: Option<&super::CooldownHook>, event: CooldownEvent) {
     match &event {
         CooldownEvent::Benched { deployment, group, status, outcome, reason, until, .. } => {
-            tracing::warn!(%deployment, %group, ?status, outcome = outcome.as_str(), %reason,
+            tracing::warn!(%deployment, group = %Escaped(group), ?status, outcome = outcome.as_str(), reason = %Escaped(reason),
                 for_ms = until.saturating_duration_since(Instant::now()).as_millis() as u64, "deployment cooled down");
             metrics::counter!("switchyard_cooldowns_total", "group" => group.to_string(),
                 "deployment" => deployment.to_string(), "outcome" => outcome.as_str())
             .increment(1);
         }
         CooldownEvent::ProbeStarted { deployment, group } => {
-            tracing::info!(%deployment, %group, "probing a half-open deployment");
+            tracing::info!(%deployment, group = %Escaped(group), "probing a half-open deployment");
         }
         CooldownEvent::Recovered { deployment, group } => {
-            tracing::info!(%deployment, %group, "deployment recovered");
+            tracing::info!(%deployment, group = %Escaped(group), "deployment recovered");
             metrics::counter!("switchyard_cooldown_recoveries_total", "group" => group.to_string(),
                 "deployment" => deployment.to_string())
             .increment(1);

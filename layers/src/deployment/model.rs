@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::DeploymentId;
+use crate::catalog::{self, ModelFacts};
 
 /// An API key. Its `Debug` output never shows the key and it has no `Display`; read it with
 /// [`ApiKey::expose`] only where it is sent upstream.
@@ -71,6 +72,35 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// Each flag of `self`, or `fallback`'s where `self` has none (declared flags over the
+    /// catalog's).
+    ///
+    /// ```
+    /// use switchyard_layers::deployment::Capabilities;
+    /// let mut declared = Capabilities::default();
+    /// declared.set("supports_vision", false);
+    /// let mut catalog = Capabilities::default();
+    /// catalog.set("supports_vision", true);
+    /// catalog.set("supports_function_calling", true);
+    /// let effective = declared.or(&catalog);
+    /// assert_eq!((effective.vision, effective.function_calling), (Some(false), Some(true)));
+    /// ```
+    pub fn or(&self, fallback: &Capabilities) -> Capabilities {
+        Capabilities {
+            function_calling: self.function_calling.or(fallback.function_calling),
+            parallel_function_calling: self.parallel_function_calling.or(fallback.parallel_function_calling),
+            tool_choice: self.tool_choice.or(fallback.tool_choice),
+            vision: self.vision.or(fallback.vision),
+            response_schema: self.response_schema.or(fallback.response_schema),
+            web_search: self.web_search.or(fallback.web_search),
+            reasoning: self.reasoning.or(fallback.reasoning),
+            prompt_caching: self.prompt_caching.or(fallback.prompt_caching),
+            audio_input: self.audio_input.or(fallback.audio_input),
+            audio_output: self.audio_output.or(fallback.audio_output),
+            pdf_input: self.pdf_input.or(fallback.pdf_input),
+        }
+    }
+
     /// Sets a flag by its LiteLLM name (`supports_vision`, ...). Returns `false` for an unknown name.
     pub fn set(&mut self, name: &str, value: bool) -> bool {
         let slot = match name.strip_prefix("supports_").unwrap_or(name) {
@@ -108,7 +138,8 @@ pub struct Deployment {
     pub group: Arc<str>,
     /// The provider model (`litellm_params.model`), e.g. `azure/gpt-4o-eu` or `openai/gpt-4o`.
     pub model: Arc<str>,
-    /// Endpoint base URL.
+    /// Endpoint base URL: an absolute `http://` or `https://` URL with a host and without
+    /// user-info when built by [`DeploymentBuilder::build`] (see [`ApiBaseProblem`]).
     pub api_base: Option<String>,
     /// Credential sent upstream; never logged.
     pub api_key: Option<ApiKey>,
@@ -151,12 +182,30 @@ pub struct Deployment {
     pub max_input_tokens: Option<u32>,
     /// Maximum completion tokens.
     pub max_output_tokens: Option<u32>,
-    /// Declared capabilities.
+    /// Capabilities: the declared flags (`model_info.supports_*`), and the catalog's where none
+    /// is declared.
     pub capabilities: Capabilities,
+    /// `model_info.base_model`: the model to look up in the [catalog](crate::catalog) instead of
+    /// [`model`](Self::model) (an Azure deployment's name says nothing about its model).
+    pub base_model: Option<String>,
     /// A blocked deployment is never selected.
     pub blocked: bool,
     /// Other provider parameters, passed to the provider as defaults (e.g. `temperature`).
     pub params: Map<String, Value>,
+    /// What [`DeploymentBuilder::build`] took from the catalog.
+    from_catalog: FromCatalog,
+}
+
+/// The catalog entry a deployment was built with, and which of its values came from it (so
+/// that [`Deployment::to_builder`] gives back the declared values only).
+#[derive(Clone, Debug, Default)]
+struct FromCatalog {
+    facts: Option<&'static ModelFacts>,
+    max_input_tokens: bool,
+    max_output_tokens: bool,
+    input_cost_per_token: bool,
+    output_cost_per_token: bool,
+    declared_capabilities: Capabilities,
 }
 
 impl fmt::Debug for Deployment {
@@ -186,6 +235,8 @@ impl fmt::Debug for Deployment {
             .field("max_input_tokens", &self.max_input_tokens)
             .field("max_output_tokens", &self.max_output_tokens)
             .field("capabilities", &self.capabilities)
+            .field("base_model", &self.base_model)
+            .field("catalog", &self.from_catalog.facts.map(|f| f.key))
             .field("blocked", &self.blocked)
             .field("params", &self.params.keys().collect::<Vec<_>>())
             .finish()
@@ -199,9 +250,40 @@ impl Deployment {
     }
 
     /// A builder holding this deployment's fields, to derive a changed copy. The id is kept
-    /// unless the builder is given another one.
+    /// unless the builder is given another one. Values the catalog filled in are left out (the
+    /// builder holds what was declared), so a changed model or base model is looked up afresh.
     pub fn to_builder(&self) -> DeploymentBuilder {
-        DeploymentBuilder { d: self.clone(), explicit_id: true }
+        let mut d = self.clone();
+        let filled = std::mem::take(&mut d.from_catalog);
+        if filled.max_input_tokens {
+            d.max_input_tokens = None;
+        }
+        if filled.max_output_tokens {
+            d.max_output_tokens = None;
+        }
+        if filled.input_cost_per_token {
+            d.input_cost_per_token = None;
+        }
+        if filled.output_cost_per_token {
+            d.output_cost_per_token = None;
+        }
+        d.capabilities = filled.declared_capabilities;
+        DeploymentBuilder { d, explicit_id: true }
+    }
+
+    /// The [catalog](crate::catalog) entry of this deployment's model (or base model), if the
+    /// catalog knows it; its values fill every field the deployment does not declare.
+    ///
+    /// ```
+    /// use switchyard_layers::Deployment;
+    /// let d = Deployment::builder("claude", "anthropic/claude-sonnet-4-5").build()?;
+    /// assert_eq!(d.catalog().map(|f| f.key), Some("claude-sonnet-4-5"));
+    /// assert_eq!(d.max_output_tokens, Some(64_000));
+    /// assert!(Deployment::builder("g", "openai/my-model").build()?.catalog().is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn catalog(&self) -> Option<&'static ModelFacts> {
+        self.from_catalog.facts
     }
 
     /// The provider prefix of [`Deployment::model`] (`azure` for `azure/gpt-4o`), or `openai`
@@ -234,6 +316,101 @@ pub enum DeploymentError {
         /// The value given.
         value: f64,
     },
+    /// [`Deployment::api_base`] is not a URL the HTTP provider can call. Neither this error nor
+    /// its `Display` shows the URL (it may carry a password).
+    InvalidApiBase {
+        /// The group of the deployment.
+        group: String,
+        /// What is wrong with it.
+        problem: ApiBaseProblem,
+    },
+}
+
+/// Why an `api_base` cannot be called; see [`DeploymentError::InvalidApiBase`].
+///
+/// An `api_base` must be an absolute `http://` or `https://` URL with a host and without
+/// user-info: the provider's transport speaks HTTP(S) over TCP only, and never sends
+/// `user:password@` (which would instead show in the connection pool's debug logs). An empty or
+/// blank `api_base` is no `api_base` (the provider's default base URL applies).
+///
+/// ```
+/// use switchyard_layers::{Deployment, deployment::{ApiBaseProblem, DeploymentError}};
+///
+/// let err = Deployment::builder("g", "openai/x").api_base("http://u:pw@vllm:8000").build().unwrap_err();
+/// assert!(matches!(err, DeploymentError::InvalidApiBase { problem: ApiBaseProblem::UserInfo, .. }));
+/// assert!(!err.to_string().contains("pw"));
+/// assert!(Deployment::builder("g", "openai/x").api_base("http://vllm:8000").build().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApiBaseProblem {
+    /// It does not parse as a URL (a space, a bad character, a bad port, ...).
+    NotAUrl,
+    /// It has no scheme: a path (`/v1`) or a bare `host:port` (`localhost:8000`).
+    NotAbsolute,
+    /// Its scheme is not `http` or `https` (`file`, `unix`, `ftp`, ...).
+    Scheme(String),
+    /// It names no host (`http://`, `http:///v1`, `https://:8443`).
+    NoHost,
+    /// It carries user-info (`user:password@host`).
+    UserInfo,
+}
+
+impl fmt::Display for ApiBaseProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAUrl => f.write_str("is not a URL"),
+            Self::NotAbsolute => f.write_str(
+                "has no scheme; write an absolute URL with the scheme and the host, e.g. `http://localhost:8000/v1`",
+            ),
+            Self::Scheme(scheme) => write!(
+                f,
+                "has the scheme `{scheme}`; only http:// and https:// are served (no file://, unix:// or other transports)"
+            ),
+            Self::NoHost => f.write_str("names no host"),
+            Self::UserInfo => f.write_str(
+                "carries user-info (`user:password@`), which is never sent upstream (and would show in debug logs); \
+                 put the credential in `api_key` or `extra_headers`",
+            ),
+        }
+    }
+}
+
+/// Checks an `api_base` as the HTTP provider will use it: trimmed, blank meaning none.
+fn check_api_base(base: &str) -> Result<(), ApiBaseProblem> {
+    let base = base.trim();
+    if base.is_empty() {
+        return Ok(());
+    }
+    let Some((scheme, rest)) = base.split_once("://") else {
+        return Err(ApiBaseProblem::NotAbsolute);
+    };
+    let valid_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if !valid_scheme {
+        return Err(ApiBaseProblem::NotAUrl);
+    }
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(ApiBaseProblem::Scheme(scheme));
+    }
+    // User-info first: whatever else is wrong, the answer must say why without the password.
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    if authority.contains('@') {
+        return Err(ApiBaseProblem::UserInfo);
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(h, _)| h),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    if host.is_empty() {
+        return Err(ApiBaseProblem::NoHost);
+    }
+    let uri: http::Uri = base.parse().map_err(|_| ApiBaseProblem::NotAUrl)?;
+    match uri.authority() {
+        Some(a) if !a.host().is_empty() => Ok(()),
+        _ => Err(ApiBaseProblem::NoHost),
+    }
 }
 
 impl fmt::Display for DeploymentError {
@@ -243,6 +420,9 @@ impl fmt::Display for DeploymentError {
             Self::EmptyModel { group } => write!(f, "deployment of group `{group}` has an empty provider model"),
             Self::InvalidNumber { field, value } => {
                 write!(f, "`{field}` must be a finite number >= 0, got {value}")
+            }
+            Self::InvalidApiBase { group, problem } => {
+                write!(f, "`api_base` of a deployment of group `{group}` {problem}")
             }
         }
     }
@@ -295,8 +475,10 @@ impl DeploymentBuilder {
                 max_input_tokens: None,
                 max_output_tokens: None,
                 capabilities: Capabilities::default(),
+                base_model: None,
                 blocked: false,
                 params: Map::new(),
+                from_catalog: FromCatalog::default(),
             },
             explicit_id: false,
         }
@@ -309,7 +491,8 @@ impl DeploymentBuilder {
         self
     }
 
-    /// Endpoint base URL.
+    /// Endpoint base URL: an absolute `http://` or `https://` URL with a host and without
+    /// user-info, checked by [`build`](Self::build).
     pub fn api_base(mut self, v: impl Into<String>) -> Self {
         self.d.api_base = Some(v.into());
         self
@@ -330,6 +513,13 @@ impl DeploymentBuilder {
     /// Region for `allowed_model_region`.
     pub fn region(mut self, v: impl Into<String>) -> Self {
         self.d.region = Some(v.into());
+        self
+    }
+
+    /// `model_info.base_model`: the model the [catalog](crate::catalog) is asked about instead
+    /// of the deployment's own (`gpt-4o` for the Azure deployment `azure/prod-eu-1`).
+    pub fn base_model(mut self, v: impl Into<String>) -> Self {
+        self.d.base_model = Some(v.into());
         self
     }
 
@@ -394,7 +584,13 @@ impl DeploymentBuilder {
         self
     }
 
-    /// Validates and builds the deployment.
+    /// Validates and builds the deployment: a non-empty group and model, numbers that are finite
+    /// and >= 0, and an `api_base` the HTTP provider can call ([`ApiBaseProblem`]).
+    ///
+    /// Then every value not declared (context window, output limit, prices, each capability
+    /// flag) is taken from the [catalog](crate::catalog) entry of the base model, else of the
+    /// model, when there is one: declared values always win. The id depends on declared values
+    /// only.
     ///
     /// Without an explicit [`id`](Self::id), the id is the first 32 hex digits of
     /// `sha256(group, provider parameters)`: the same group and parameters always give the same
@@ -430,11 +626,36 @@ impl DeploymentBuilder {
                 return Err(DeploymentError::InvalidNumber { field, value: v });
             }
         }
+        if let Some(base) = &d.api_base {
+            check_api_base(base)
+                .map_err(|problem| DeploymentError::InvalidApiBase { group: d.group.to_string(), problem })?;
+        }
         if !self.explicit_id || d.id.as_str().is_empty() {
             d.id = derive_id(d);
         }
+        fill_from_catalog(d);
         Ok(self.d)
     }
+}
+
+/// Fills what `d` does not declare from its catalog entry, remembering what was filled.
+fn fill_from_catalog(d: &mut Deployment) {
+    let facts = catalog::lookup_deployment(&d.model, d.base_model.as_deref());
+    let mut filled = FromCatalog { facts, declared_capabilities: d.capabilities.clone(), ..FromCatalog::default() };
+    if let Some(f) = facts {
+        fn fill<T: Copy>(slot: &mut Option<T>, value: Option<T>, filled: &mut bool) {
+            if slot.is_none() && value.is_some() {
+                *slot = value;
+                *filled = true;
+            }
+        }
+        fill(&mut d.max_input_tokens, f.max_input_tokens, &mut filled.max_input_tokens);
+        fill(&mut d.max_output_tokens, f.max_output_tokens, &mut filled.max_output_tokens);
+        fill(&mut d.input_cost_per_token, f.input_cost_per_token, &mut filled.input_cost_per_token);
+        fill(&mut d.output_cost_per_token, f.output_cost_per_token, &mut filled.output_cost_per_token);
+        d.capabilities = d.capabilities.or(&f.capabilities);
+    }
+    d.from_catalog = filled;
 }
 
 /// `sha256` over the group and a canonical rendering of every provider parameter.

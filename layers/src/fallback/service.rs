@@ -18,6 +18,7 @@ use super::{
 use crate::{
     AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
     ctx::{HandBack, Replay},
+    logsafe::Escaped,
     spare::Spare,
 };
 
@@ -244,7 +245,7 @@ where
             ctx.deadline = deadline;
         }
         let reason = outcome.map(|o| o.as_str()).or(kind.map(RouteErrorKind::as_str)).unwrap_or("error");
-        tracing::info!(from = %at.name, to = %target.name, reason, table = %table, hop = hops, "fallback hop");
+        tracing::info!(from = %Escaped(&at.name), to = %Escaped(&target.name), reason, table = %table, hop = hops, "fallback hop");
         shared.emit(FallbackEvent::Hop {
             from: at.name.clone(),
             to: target.name.clone(),
@@ -278,7 +279,7 @@ fn next_target(plan: &mut Plan<'_>, shared: &Shared, from: &Position) -> Option<
         match plan.next() {
             Step::Hop(target, table) => return Some((target, table)),
             Step::Skip(name, table) => {
-                tracing::warn!(from = %from.name, name = %name, table = %table, "fallback target does not resolve; skipped");
+                tracing::warn!(from = %Escaped(&from.name), name = %Escaped(&name), table = %table, "fallback target does not resolve; skipped");
                 shared.emit(FallbackEvent::Skipped { name, table });
             }
             Step::Done => return None,
@@ -289,7 +290,10 @@ fn next_target(plan: &mut Plan<'_>, shared: &Shared, from: &Position) -> Option<
 /// Only errors about the request itself end the call at once: another group cannot fix a request
 /// without a context or a malformed one. Everything else, ours or the upstream's, falls back.
 fn falls_back(err: Option<&RouteError>) -> bool {
-    !matches!(err.map(RouteError::kind), Some(RouteErrorKind::MissingContext | RouteErrorKind::InvalidRequest))
+    !matches!(
+        err.map(RouteError::kind),
+        Some(RouteErrorKind::MissingContext | RouteErrorKind::InvalidRequest | RouteErrorKind::ConversationUnavailable)
+    )
 }
 
 /// Records the true hop count on the response (the select layer wrote the hop it saw).
@@ -344,6 +348,9 @@ impl Failure<'_> {
         }
         if let Some(d) = last.retry_after() {
             out = out.with_retry_after(d);
+        }
+        if let Some(c) = last.capability() {
+            out = out.with_capability(c);
         }
         if let Some(status) = last.upstream_status() {
             out = out.with_upstream_response(status, last.upstream_body().cloned().unwrap_or_default());

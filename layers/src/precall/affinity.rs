@@ -104,13 +104,68 @@ pub(crate) fn key(config: &AffinityConfig, group: &Group, facts: &RequestFacts) 
     None
 }
 
-/// Narrows `list` to the deployment `key` sticks to, when it is still a candidate.
-pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Candidates) -> Result<(), StoreError> {
-    let Some(id) = store.affinity(key).await? else { return Ok(()) };
+/// Which affinity chose the deployment that served, put in the response extensions by the
+/// pre-call layer when one narrowed the candidates to its deployment (the gateway shows it as
+/// `x-switchyard-affinity`, in the trail and in `/router/state`).
+///
+/// ```
+/// use switchyard_layers::precall::AffinityHit;
+/// assert_eq!(AffinityHit::PromptCache.as_str(), "prompt_cache");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AffinityHit {
+    /// The deployment holds the conversation (`previous_response_id`).
+    Conversation,
+    /// The session's (or caller key's) sticky deployment.
+    Session,
+    /// The deployment that served the request's cacheable prompt prefix.
+    PromptCache,
+}
+
+impl AffinityHit {
+    /// `conversation`, `session` or `prompt_cache`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Conversation => "conversation",
+            Self::Session => "session",
+            Self::PromptCache => "prompt_cache",
+        }
+    }
+}
+
+/// The key under which the deployment holding the Responses API conversation `id` is kept in
+/// the store's affinity map (global: a response id names one conversation whatever group a
+/// follow-up asks for).
+///
+/// ```
+/// use switchyard_layers::precall::conversation_key;
+/// assert_eq!(conversation_key("resp_123"), "response:resp_123");
+/// ```
+pub fn conversation_key(id: &str) -> String {
+    let id = if id.len() > SESSION_MAX { sha256_hex(id) } else { id.to_owned() };
+    format!("response:{id}")
+}
+
+/// The key of a cacheable prompt prefix in `group`.
+pub(crate) fn prefix_key(group: &Group, digest: &[u8; 32]) -> String {
+    use std::fmt::Write as _;
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(hex, "{b:02x}");
+    }
+    format!("prefix:{}:{hex}", group.name())
+}
+
+/// Narrows `list` to the deployment `key` sticks to, when it is still a candidate; whether it
+/// did.
+pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Candidates) -> Result<bool, StoreError> {
+    let Some(id) = store.affinity(key).await? else { return Ok(false) };
     if let Some(d) = list.iter().find(|d| d.id == id).cloned() {
         *list = vec![d].into();
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Makes `key` stick to `served`; a store failure is logged, never returned (the answer is

@@ -11,8 +11,9 @@
 //! `deployment_spend:{id}`; a period starts with its first spend and lasts the configured
 //! duration. The filter reads the keys its candidates need in one call. Accounting happens when a
 //! served attempt's body ends: its real usage priced with the deployment's
-//! `input_cost_per_token` / `output_cost_per_token` is added to each of its keys atomically in the
-//! store. Failed attempts, answers without usage and deployments without both prices add nothing.
+//! `input_cost_per_token` / `output_cost_per_token` (declared, else the [catalog](crate::catalog)'s
+//! list prices) is added to each of its keys atomically in the store. Failed attempts, answers
+//! without usage and deployments without both prices add nothing.
 
 use std::{collections::BTreeMap, fmt::Write as _, sync::Arc, time::Duration};
 

@@ -9,6 +9,7 @@ use super::{AffinityConfig, BudgetConfig};
 /// | blocked deployments | always | — |
 /// | tags | off | `enable_tag_filtering` ([`tag_filtering`](Self::tag_filtering)) |
 /// | region, params, context window | off | `enable_pre_call_checks` ([`pre_call_checks`](Self::pre_call_checks)) |
+/// | capabilities (images → vision, tools → function calling) | on | — (LiteLLM has no such filter; [`capabilities`](Self::capabilities)) |
 /// | RPM / TPM, parallel requests | always | — (the select layer enforces them anyway) |
 /// | order tiers | on | newer LiteLLM applies `order` whatever `enable_pre_call_checks` says |
 /// | budgets | when a provider budget is set or a deployment has `max_budget` + `budget_duration` | `provider_budget_config` ([`budgets`](Self::budgets)) |
@@ -22,6 +23,9 @@ pub struct PreCallConfig {
     pub region: bool,
     /// Drop deployments that declare they do not support a parameter the request uses.
     pub params: bool,
+    /// Drop deployments known (declared, else from the catalog) not to support vision when the
+    /// request carries images, or function calling when it carries tools.
+    pub capabilities: bool,
     /// Route by request tags (`enable_tag_filtering`).
     pub tags: bool,
     /// `tag_filtering_match_any`: a deployment matches when it carries any of the request's tags
@@ -41,6 +45,18 @@ pub struct PreCallConfig {
     pub budgets: BudgetConfig,
     /// Sticky routing by session or caller key; `None`: off.
     pub affinity: Option<AffinityConfig>,
+    /// Prompt-cache affinity: a request with a cacheable prefix
+    /// ([`RequestFacts::prompt_prefix`](crate::RequestFacts::prompt_prefix)) prefers the
+    /// deployment that served that prefix within this long (default 300 s, the prompt caches'
+    /// own lifetime); `None`: off.
+    pub prompt_cache_affinity: Option<Duration>,
+    /// How long the gateway remembers which deployment holds a Responses API conversation
+    /// (default 30 days, as long as OpenAI stores responses).
+    pub conversation_ttl: Duration,
+    /// When the deployment holding a conversation (`previous_response_id`) cannot serve: `false`
+    /// (default) answers a typed error (`conversation_unavailable`); `true` routes the request
+    /// as a new conversation, without `previous_response_id` (the history is lost).
+    pub conversation_fallback: bool,
 }
 
 impl Default for PreCallConfig {
@@ -49,6 +65,7 @@ impl Default for PreCallConfig {
             context_window: false,
             region: false,
             params: false,
+            capabilities: true,
             tags: false,
             tag_match_any: true,
             order: true,
@@ -57,6 +74,9 @@ impl Default for PreCallConfig {
             offload_counting_above: Self::DEFAULT_OFFLOAD_COUNTING_ABOVE,
             budgets: BudgetConfig::default(),
             affinity: None,
+            prompt_cache_affinity: Some(Self::DEFAULT_PROMPT_CACHE_TTL),
+            conversation_ttl: Self::DEFAULT_CONVERSATION_TTL,
+            conversation_fallback: false,
         }
     }
 }
@@ -68,6 +88,33 @@ impl PreCallConfig {
     /// longest stretch between two `.await`s; larger prompts would stall the executor (100k
     /// tokens: ~12 ms).
     pub const DEFAULT_OFFLOAD_COUNTING_ABOVE: usize = 4_096;
+
+    /// How long a prompt prefix sticks to the deployment that served it: Anthropic's and OpenAI's
+    /// prompt caches keep an entry about five minutes after its last use.
+    pub const DEFAULT_PROMPT_CACHE_TTL: Duration = Duration::from_secs(300);
+
+    /// How long a Responses API conversation is known to live on its deployment (OpenAI keeps
+    /// stored responses 30 days).
+    pub const DEFAULT_CONVERSATION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+
+    /// Prompt-cache affinity for `ttl`, or off.
+    pub fn prompt_cache_affinity(mut self, ttl: Option<Duration>) -> Self {
+        self.prompt_cache_affinity = ttl;
+        self
+    }
+
+    /// How long a conversation's deployment is remembered.
+    pub fn conversation_ttl(mut self, ttl: Duration) -> Self {
+        self.conversation_ttl = ttl;
+        self
+    }
+
+    /// Route a continued conversation whose deployment cannot serve as a new one (`true`), or
+    /// refuse it (`false`, default).
+    pub fn conversation_fallback(mut self, on: bool) -> Self {
+        self.conversation_fallback = on;
+        self
+    }
 
     /// Defaults (see the type docs).
     pub fn new() -> Self {
@@ -94,6 +141,13 @@ impl PreCallConfig {
     /// The params check.
     pub fn params(mut self, on: bool) -> Self {
         self.params = on;
+        self
+    }
+
+    /// The capability filter (default on): images skip deployments known not to support vision,
+    /// tools those known not to support function calling.
+    pub fn capabilities(mut self, on: bool) -> Self {
+        self.capabilities = on;
         self
     }
 

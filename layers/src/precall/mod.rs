@@ -8,9 +8,13 @@
 //! 1. **blocked** deployments;
 //! 2. **tags** (`enable_tag_filtering`): match any (default) or all, the `default` tag, `!tag`;
 //! 3. **region** (`allowed_model_region`);
-//! 4. **params**: `response_format` and `tools` against declared `supports_*` flags;
+//! 4. **capabilities** (on by default): a request carrying images skips deployments known not
+//!    to support vision, one carrying `tools` those known not to support function calling
+//!    (`model_info.supports_*`, else the [catalog](crate::catalog)); then **params**:
+//!    `response_format` and `tools` against the `supports_*` flags (with
+//!    `enable_pre_call_checks`);
 //! 5. **context window**: input tokens (counted once per request with tiktoken) against
-//!    `max_input_tokens`;
+//!    `max_input_tokens` (declared, else the catalog's);
 //! 6. **RPM / TPM**: deployments already at a limit in the sliding window (one state read); the
 //!    select layer reserves the request and the token estimate atomically on the one it picks;
 //! 7. **budgets**: deployments whose provider or own spend reached its limit in the current
@@ -31,7 +35,9 @@
 //! [`RateLimited`](crate::RouteErrorKind::RateLimited), with the time until the first RPM/TPM
 //! slot frees (general fallbacks, Retry-After); budgets →
 //! [`BudgetExceeded`](crate::RouteErrorKind::BudgetExceeded), with the time until a budget
-//! resets (general fallbacks); blocked, region and params →
+//! resets (general fallbacks); capabilities →
+//! [`Unsupported`](crate::RouteErrorKind::Unsupported) (400, naming the capability; general
+//! fallbacks); blocked, region and params →
 //! [`NoCandidates`](crate::RouteErrorKind::NoCandidates) naming the rule. Because the context
 //! window is checked before the limits, a deployment that fits the prompt but is at its limit
 //! makes the call rate limited, as in LiteLLM (rate limit wins over context window).
@@ -68,6 +74,7 @@
 
 mod affinity;
 mod budget;
+mod capabilities;
 mod config;
 mod context;
 pub mod future;
@@ -81,7 +88,7 @@ mod service;
 mod tags;
 mod tokens;
 
-pub use affinity::AffinityConfig;
+pub use affinity::{AffinityConfig, AffinityHit, conversation_key};
 pub use budget::{Budget, BudgetConfig};
 pub use config::PreCallConfig;
 pub use layer::PreCallLayer;

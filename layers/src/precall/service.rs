@@ -2,6 +2,7 @@ use std::{
     fmt,
     sync::Arc,
     task::{Context, Poll},
+    time::Duration,
 };
 
 use futures_util::FutureExt;
@@ -9,10 +10,13 @@ use tokio::time::Instant;
 use tower_service::Service;
 
 use super::{
-    PreCallConfig, PreCallLayer, affinity, budget, context, future::ResponseFuture, limits, order, parallel, params,
-    region, tags,
+    AffinityHit, PreCallConfig, PreCallLayer, affinity, budget, capabilities, context, future::ResponseFuture, limits,
+    order, parallel, params, region, tags,
 };
-use crate::{BoxError, Candidates, Group, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served};
+use crate::{
+    BoxError, Candidates, DeploymentId, Group, RequestFacts, ResponseId, RouteBody, RouteCtx, RouteError,
+    RouteErrorKind, RouteRequest, Served, ctx::Endpoint,
+};
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
@@ -56,11 +60,12 @@ where
                 RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx").into(),
             );
         };
+        let facts_may_wait = facts_may_wait(&self.shared.config, ctx.facts());
         let list = match ctx.resolve_candidates(&self.shared.registry) {
             Ok(list) => list,
             Err(e) => return ResponseFuture::failed(e.into()),
         };
-        if !may_wait(&self.shared.config, list) {
+        if !facts_may_wait && !may_wait(&self.shared.config, list) {
             // Nothing the checks do can wait, so they finish on their first poll, here: the ready
             // inner service is called directly and the call needs no boxed future. Nothing is left
             // to do after the attempt either (no budget to account, no affinity to remember).
@@ -95,24 +100,42 @@ fn may_wait(config: &PreCallConfig, list: &Candidates) -> bool {
         || budget::any_budget(&config.budgets, list, declared.own_budget)
 }
 
+/// Whether the request's own facts need the store: a conversation to find or remember, or a
+/// prompt prefix to stick to.
+fn facts_may_wait(config: &PreCallConfig, facts: &RequestFacts) -> bool {
+    facts.previous_response.is_some()
+        || facts.endpoint == Endpoint::Responses
+        || (config.prompt_cache_affinity.is_some() && facts.prompt_prefix.is_some())
+}
+
 /// What the layer does once the attempt is served.
 #[derive(Default)]
 struct AfterCall {
     /// The candidates a budget applies to (the served one is among them): its spend is recorded
     /// when the body ends.
     budgeted: Candidates,
-    /// The affinity key to point at the serving deployment.
-    sticky: Option<String>,
+    /// The affinity keys to point at the serving deployment, each for its time.
+    sticky: Vec<(String, Duration)>,
+    /// The affinity that narrowed the candidates to one deployment, if any.
+    hit: Option<AffinityHit>,
 }
 
 impl AfterCall {
     async fn served(self, shared: &PreCallLayer, resp: &mut http::Response<RouteBody>) {
         let Some(id) = resp.extensions().get::<Served>().map(|s| s.deployment.clone()) else { return };
+        if let Some(hit) = self.hit {
+            resp.extensions_mut().insert(hit);
+        }
         if let Some(d) = self.budgeted.iter().find(|d| d.id == id).cloned() {
             budget::account(resp.body_mut(), shared.store.clone(), &shared.config.budgets, d);
         }
-        if let (Some(key), Some(a)) = (self.sticky, shared.config.affinity) {
-            affinity::remember(&shared.store, &key, &id, a.ttl).await;
+        for (key, ttl) in &self.sticky {
+            affinity::remember(&shared.store, key, &id, *ttl).await;
+        }
+        // The deployment now holds this conversation: follow-ups naming it go there.
+        if let Some(response) = resp.extensions().get::<ResponseId>() {
+            let key = affinity::conversation_key(response.as_str());
+            affinity::remember(&shared.store, &key, &id, shared.config.conversation_ttl).await;
         }
     }
 }
@@ -170,7 +193,15 @@ async fn filter(
         }
     }
 
-    // 4. Params.
+    // 4. Capabilities: images need vision, tools need function calling (declared, else from the
+    //    catalog); only deployments known not to have one are dropped.
+    if config.capabilities {
+        for need in capabilities::needs(facts) {
+            capabilities::filter(list, group, need)?;
+        }
+    }
+
+    // 4b. Params.
     if config.params && !facts.required_params.is_empty() {
         params::filter(list, &facts.required_params);
         if list.is_empty() {
@@ -237,15 +268,60 @@ async fn filter(
     }
 
     // 10. Affinity, after every check (order tiers included, so a session that failed over to a
-    //     lower tier returns to the primary once it serves again): narrow to the sticky
-    //     deployment when it is still a candidate, else leave the pick to the strategy.
+    //     lower tier returns to the primary once it serves again).
+    //  a. A continued conversation goes to the deployment that holds it, or nowhere: another
+    //     deployment does not have it.
+    let facts = ctx.facts();
+    if let Some(response) = facts.previous_response.as_deref()
+        && let Some(holder) = shared.store.affinity(&affinity::conversation_key(response)).await?
+    {
+        match list.iter().find(|d| d.id == holder).cloned() {
+            Some(d) => {
+                *list = vec![d].into();
+                after.hit = Some(AffinityHit::Conversation);
+                return Ok(after);
+            }
+            None if config.conversation_fallback => ctx.drop_previous_response = true,
+            None => return Err(conversation_unavailable(group, response, &holder)),
+        }
+    }
+    //  b. Sticky sessions and keys, then a warm prompt cache: narrow to the sticky deployment
+    //     when it is still a candidate, else leave the pick to the strategy.
+    let mut narrowed = false;
     if let Some(a) = &config.affinity
         && let Some(key) = affinity::key(a, group, ctx.facts())
     {
-        affinity::narrow(&shared.store, &key, list).await?;
-        after.sticky = Some(key);
+        narrowed = affinity::narrow(&shared.store, &key, list).await?;
+        if narrowed {
+            after.hit = Some(AffinityHit::Session);
+        }
+        after.sticky.push((key, a.ttl));
+    }
+    if let Some(ttl) = config.prompt_cache_affinity
+        && let Some(digest) = &ctx.facts().prompt_prefix
+    {
+        let key = affinity::prefix_key(group, digest);
+        if !narrowed && affinity::narrow(&shared.store, &key, list).await? {
+            after.hit = Some(AffinityHit::PromptCache);
+        }
+        after.sticky.push((key, ttl));
     }
     Ok(after)
+}
+
+/// The deployment holding the conversation a request continues cannot serve it now.
+fn conversation_unavailable(group: &Group, response: &str, holder: &DeploymentId) -> BoxError {
+    let response: String = response.chars().take(100).collect();
+    RouteError::new(
+        RouteErrorKind::ConversationUnavailable,
+        format!(
+            "response `{response}` is held by deployment `{holder}` of `{}`, which cannot serve now (not in this \
+             group, cooling down, at a limit, or removed); another deployment would not have the conversation",
+            group.name()
+        ),
+    )
+    .with_group(group.name().clone())
+    .into()
 }
 
 fn no_candidates(group: &Group, why: &str) -> BoxError {

@@ -135,9 +135,15 @@ struct Body {
     /// `/v1/completions`.
     #[serde(default)]
     prompt: Option<Value>,
-    /// `/v1/embeddings`.
+    /// `/v1/embeddings`, and the Responses API's input (a string or items).
     #[serde(default)]
     input: Option<Value>,
+    /// Anthropic's system prompt (a string or text blocks).
+    #[serde(default)]
+    system: Option<Value>,
+    /// The Responses API's system prompt.
+    #[serde(default)]
+    instructions: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -150,10 +156,12 @@ struct Message {
     tool_calls: Option<Value>,
 }
 
-/// Input tokens of an OpenAI request body: chat `messages` (string contents, `text` parts,
-/// names and tool-call arguments, plus OpenAI's per-message overhead), a completion `prompt` or
-/// an embedding `input` (strings, or arrays of token ids counted as they are). `None` when the
-/// body is not such a JSON object or holds no input.
+/// Input tokens of a request body: chat `messages` (string contents, `text` parts, names and
+/// tool-call arguments, plus OpenAI's per-message overhead), a completion `prompt` or an
+/// embedding `input` (strings, or arrays of token ids counted as they are); an Anthropic
+/// Messages body (its `system` too, and the text of tool results) and a Responses API body
+/// (`instructions`, and `input` items: message contents, function-call arguments and outputs)
+/// the same way. `None` when the body is not such a JSON object or holds no input.
 ///
 /// Images, audio and tool schemas are not counted.
 ///
@@ -167,8 +175,25 @@ struct Message {
 /// ```
 pub fn count_input_tokens(body: &[u8], tokenizer: Tokenizer) -> Option<u64> {
     let body: Body = serde_json::from_slice(body).ok()?;
+    let system =
+        [&body.system, &body.instructions].into_iter().flatten().map(|s| count_content(s, tokenizer)).sum::<u64>();
+    if let Some(Value::Array(items)) = &body.input
+        && items.iter().any(Value::is_object)
+    {
+        // Responses API items.
+        let mut total = REPLY_PRIMING + system;
+        for item in items {
+            total += PER_MESSAGE;
+            for key in ["content", "arguments", "output", "name"] {
+                if let Some(v) = item.get(key) {
+                    total += count_content(v, tokenizer);
+                }
+            }
+        }
+        return Some(total);
+    }
     if let Some(messages) = body.messages {
-        let mut total = REPLY_PRIMING;
+        let mut total = REPLY_PRIMING + system;
         for m in &messages {
             total += PER_MESSAGE;
             if let Some(content) = &m.content {
@@ -193,14 +218,23 @@ pub fn count_input_tokens(body: &[u8], tokenizer: Tokenizer) -> Option<u64> {
     Some(count_prompt(&input, tokenizer))
 }
 
-/// A message `content`: a string, or parts of which the `text` ones count.
+/// A message `content`: a string, or parts of which the `text` ones count (and the `content` of
+/// an Anthropic tool result, one level down).
 fn count_content(content: &Value, tokenizer: Tokenizer) -> u64 {
     match content {
         Value::String(s) => tokenizer.count(s),
         Value::Array(parts) => parts
             .iter()
-            .map(|p| match p.get("text") {
-                Some(Value::String(s)) => tokenizer.count(s),
+            .map(|p| match (p.get("text"), p.get("content")) {
+                (Some(Value::String(s)), _) => tokenizer.count(s),
+                (_, Some(Value::String(s))) => tokenizer.count(s),
+                (_, Some(Value::Array(inner))) => inner
+                    .iter()
+                    .map(|i| match i.get("text") {
+                        Some(Value::String(s)) => tokenizer.count(s),
+                        _ => 0,
+                    })
+                    .sum(),
                 _ => 0,
             })
             .sum(),
@@ -244,6 +278,23 @@ mod tests {
         ]}"#;
         // Estimate: "be brief" 2, "four bytes" 3, "ann" 1 + 1, "f" 1, "{}" 1; 3 messages x 4; 3.
         assert_eq!(count_input_tokens(body, Tokenizer::Estimate), Some(2 + 3 + 2 + 1 + 1 + 12 + 3));
+    }
+
+    #[test]
+    fn anthropic_and_responses_bodies_count_their_system_prompt_and_items() {
+        // "four bytes" 3 + "abcd" 1; 1 message x 4; 3.
+        let anthropic = br#"{"system":"four bytes","messages":[{"role":"user","content":"abcd"}]}"#;
+        assert_eq!(count_input_tokens(anthropic, Tokenizer::Estimate), Some(3 + 1 + 4 + 3));
+        let blocks = br#"{"system":[{"type":"text","text":"four bytes"}],"messages":[{"role":"user",
+            "content":[{"type":"tool_result","tool_use_id":"t","content":"abcd"}]}]}"#;
+        assert_eq!(count_input_tokens(blocks, Tokenizer::Estimate), Some(3 + 1 + 4 + 3));
+        // instructions 3; items: "abcd" 1, call "f" 1 + "{}" 1, output "abcdefgh" 2; 3 items x 4; 3.
+        let responses = br#"{"instructions":"four bytes","input":[
+            {"role":"user","content":"abcd"},
+            {"type":"function_call","call_id":"c","name":"f","arguments":"{}"},
+            {"type":"function_call_output","call_id":"c","output":"abcdefgh"}]}"#;
+        assert_eq!(count_input_tokens(responses, Tokenizer::Estimate), Some(3 + 1 + 2 + 2 + 12 + 3));
+        assert_eq!(count_input_tokens(br#"{"input":"abcd"}"#, Tokenizer::Estimate), Some(1));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served, ctx::Replay, spare::Spare,
+    Served, ctx::Replay, logsafe::Escaped, spare::Spare,
 };
 
 /// Retries failed attempts within the request's model group; see [`RetryLayer`].
@@ -170,10 +170,10 @@ where
         retries += 1;
         tracing::debug!(
             target: "switchyard::retry",
-            group = %session.target,
+            group = %Escaped(&session.target),
             retry = retries,
             wait_ms = wait.as_millis() as u64,
-            error = %err,
+            error = %Escaped(&err),
             "retrying",
         );
         drop(err);
@@ -398,7 +398,7 @@ impl<'a> Session<'a> {
 
     /// The error the call ends with: the last attempt's, carrying the trail of every attempt.
     fn give_up(&self, err: BoxError, stop: Stop) -> BoxError {
-        tracing::debug!(target: "switchyard::retry", group = %self.target, reason = stop.as_str(), "not retrying");
+        tracing::debug!(target: "switchyard::retry", group = %Escaped(&self.target), reason = stop.as_str(), "not retrying");
         RouteError::from_boxed(err).with_trail(self.trail.records()).into()
     }
 }

@@ -15,6 +15,7 @@ use crate::{
     AttemptRecord, BoxError, CallTrail, Candidates, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind,
     RouteRequest, Served,
     body::BodyEndKind,
+    logsafe::Escaped,
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
 
@@ -315,7 +316,7 @@ impl AfterAttempt {
         let model = &*self.chosen.model;
         tracing::info_span!(
             "attempt",
-            otel.name = %format_args!("{} {}", crate::semconv::operation(ctx.facts().endpoint), crate::semconv::provider_and_model(model).1),
+            otel.name = %format_args!("{} {}", crate::semconv::operation(ctx.facts().endpoint), Escaped(crate::semconv::provider_and_model(model).1)),
             otel.kind = "client",
             otel.status_code = field::Empty,
             gen_ai.operation.name = crate::semconv::operation(ctx.facts().endpoint),

@@ -63,7 +63,7 @@ mod tests;
 use std::{error::Error as StdError, fmt, sync::Arc, time::Duration};
 
 use http::{HeaderName, HeaderValue, StatusCode, header};
-use switchyard_layers::{BoxError, RouteBody, RouteError, RouteErrorKind, redact::redact};
+use switchyard_layers::{BoxError, RouteBody, RouteError, RouteErrorKind, ctx::Endpoint, redact::redact};
 
 use crate::{
     ingress::IngressError,
@@ -182,6 +182,41 @@ pub(crate) fn ingress_error_response(err: &IngressError) -> http::Response<Route
     resp
 }
 
+/// The error of an error answer, kept in its extensions so the answer can be written again in
+/// another dialect ([`in_dialect`]).
+#[derive(Clone, Debug)]
+struct ErrorBody(ApiError);
+
+/// An answer in the dialect of the endpoint the client called: an error answer of this edge
+/// (OpenAI's `{"error": {...}}`) becomes Anthropic's `{"type": "error", "error": {"type",
+/// "message"}}` for [`Endpoint::Messages`], with the same status and headers, its `type` chosen
+/// by the status as Anthropic's API does (`invalid_request_error`, `authentication_error`,
+/// `permission_error`, `not_found_error`, `request_too_large`, `rate_limit_error`, `api_error`,
+/// `overloaded_error`). Every other answer, and every answer to another endpoint (the Responses
+/// API shares OpenAI's error shape), is returned as it is.
+///
+/// ```
+/// use switchyard_layers::{BoxError, RouteError, RouteErrorKind, ctx::Endpoint};
+/// use switchyard_services::edge::{error_response, in_dialect};
+///
+/// let err: BoxError = RouteError::new(RouteErrorKind::InvalidRequest, "`max_tokens` is required").into();
+/// let resp = in_dialect(error_response(&err), Endpoint::Messages);
+/// assert_eq!(resp.status(), 400);
+/// ```
+pub fn in_dialect(resp: http::Response<RouteBody>, endpoint: Endpoint) -> http::Response<RouteBody> {
+    if endpoint != Endpoint::Messages {
+        return resp;
+    }
+    let Some(ErrorBody(error)) = resp.extensions().get::<ErrorBody>().cloned() else {
+        return resp;
+    };
+    let (mut parts, _) = resp.into_parts();
+    let kind = switchyard_dialects::anthropic::error_type_for_status(parts.status.as_u16());
+    let body = switchyard_dialects::anthropic::error_json(kind, &error.message);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    http::Response::from_parts(parts, RouteBody::from(body))
+}
+
 /// The failed call behind an error answer, kept in the answer's extensions by the
 /// [ingress](crate::ingress) and by [`into_error_response`], for logs and metrics (the trail of
 /// attempts, the deployment, the unredacted message). Never sent to the client.
@@ -243,9 +278,10 @@ fn respond(
     retry_after: Option<Duration>,
 ) -> http::Response<RouteBody> {
     // Our own wire type holds strings and JSON values only: serializing cannot fail.
-    let body = serde_json::to_vec(&ErrorResponse::new(error)).unwrap_or_default();
+    let body = serde_json::to_vec(&ErrorResponse::new(error.clone())).unwrap_or_default();
     let mut resp = http::Response::new(RouteBody::from(body));
     *resp.status_mut() = status;
+    resp.extensions_mut().insert(ErrorBody(error));
     let headers = resp.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(ERROR_KIND_HEADER, HeaderValue::from_static(kind));

@@ -62,7 +62,10 @@ impl IngressError {
         let shown: String = path.chars().take(200).collect();
         Self::new(
             Kind::UnknownEndpoint,
-            format!("no endpoint at `{shown}`; use /v1/chat/completions, /v1/completions or /v1/embeddings"),
+            format!(
+                "no endpoint at `{shown}`; use /v1/chat/completions, /v1/completions, /v1/embeddings, /v1/messages \
+                 or /v1/responses"
+            ),
         )
     }
 

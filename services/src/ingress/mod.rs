@@ -6,7 +6,8 @@
 //!    names the endpoint (`/v1/chat/completions` and `/chat/completions` are chat,
 //!    `/v1/completions` completion, `/v1/embeddings` embedding), or [`IngressLayer::endpoint`]
 //!    fixes it;
-//! 2. refuses a content type other than JSON (415; no content type is fine);
+//! 2. refuses a content type other than JSON (415, a missing one included: see
+//!    [`is_json_content_type`]);
 //! 3. buffers the body up to [`IngressLayer::max_body_bytes`] (413 beyond, before reading when
 //!    the length is announced), so every retry and fallback below replays the same `Bytes`;
 //! 4. parses the JSON once with [`facts_from_json`](crate::openai::facts_from_json) (400 naming
@@ -15,7 +16,8 @@
 //!    client-side credential ([`CLIENT_CREDENTIAL_KEYS`](crate::openai::CLIENT_CREDENTIAL_KEYS):
 //!    `api_key`, `api_base`, `base_url`, however escaped) is refused in the same parse (400
 //!    `client_credentials_not_allowed` naming the key): endpoints and keys come from the config;
-//! 5. gives the request an `x-request-id` when it has none (128 random bits in hex), and echoes
+//! 5. gives the request one `x-request-id`: the client's first value when it is
+//!    [acceptable](acceptable_request_id), else 128 random bits in hex; and echoes
 //!    the id on the answer;
 //! 6. calls the inner stack, and turns its error, if any, into an answer with
 //!    [`edge::error_response`](crate::edge::error_response).
@@ -58,7 +60,10 @@
 //! assert_eq!(resp.status(), 200);
 //! assert!(resp.headers().contains_key("x-request-id"));
 //!
-//! let req = http::Request::post("/v1/chat/completions").body(Full::new(Bytes::from_static(b"{oops"))).unwrap();
+//! let req = http::Request::post("/v1/chat/completions")
+//!     .header("content-type", "application/json")
+//!     .body(Full::new(Bytes::from_static(b"{oops")))
+//!     .unwrap();
 //! let resp = app.oneshot(req).await.unwrap();
 //! assert_eq!(resp.status(), 400);
 //! # }
@@ -66,12 +71,33 @@
 
 mod error;
 mod layer;
+mod prefix;
 mod read;
 mod service;
 
 pub use error::IngressError;
 pub use layer::IngressLayer;
+pub use read::is_json_content_type;
 pub use service::Ingress;
 
 /// The request-id header the ingress reads, sets when absent, and echoes on the answer.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Longest client-chosen request id kept; a longer one is replaced.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Whether a client's `x-request-id` value is kept: 1 to [`MAX_REQUEST_ID_LEN`] printable ASCII
+/// characters (it goes into logs and upstream). Only the first value of the header is read, and
+/// only one is ever passed on.
+///
+/// ```
+/// use http::HeaderValue;
+/// use switchyard_services::ingress::acceptable_request_id;
+/// assert!(acceptable_request_id(&HeaderValue::from_static("req-123")));
+/// assert!(!acceptable_request_id(&HeaderValue::from_static("has space")));
+/// assert!(!acceptable_request_id(&HeaderValue::from_str(&"x".repeat(200)).unwrap()));
+/// ```
+pub fn acceptable_request_id(value: &http::HeaderValue) -> bool {
+    let b = value.as_bytes();
+    !b.is_empty() && b.len() <= MAX_REQUEST_ID_LEN && b.iter().all(u8::is_ascii_graphic)
+}

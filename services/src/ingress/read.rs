@@ -53,6 +53,7 @@ where
         FactsError::Invalid(err) => err.into(),
     })?;
     let mut facts = facts.with_body(body.clone());
+    facts.prompt_prefix = super::prefix::prompt_prefix(&body);
     if facts.session.is_none() {
         facts.session = header_text(&parts.headers, SESSION_HEADER).map(str::to_owned);
     }
@@ -82,7 +83,11 @@ fn caller_key(headers: &HeaderMap) -> Option<&str> {
 /// a mount point) works.
 pub(super) fn endpoint_of(path: &str) -> Option<Endpoint> {
     let path = path.trim_end_matches('/');
-    if path.ends_with("/chat/completions") {
+    if path.ends_with("/v1/messages") || path == "/messages" {
+        Some(Endpoint::Messages)
+    } else if path.ends_with("/v1/responses") || path == "/responses" {
+        Some(Endpoint::Responses)
+    } else if path.ends_with("/chat/completions") {
         Some(Endpoint::Chat)
     } else if path.ends_with("/embeddings") {
         Some(Endpoint::Embedding)
@@ -99,29 +104,47 @@ pub(super) fn azure_deployment(path: &str) -> Option<&str> {
     rest.split('/').next().filter(|name| !name.is_empty())
 }
 
-/// JSON or nothing: a missing (or empty) content type is accepted, and so is `application/json`
-/// with parameters and any `application/*+json`. `application/x-www-form-urlencoded` and
-/// `text/plain` are accepted too, because that is what `curl -d` and some SDKs send for a JSON
-/// body (LiteLLM's proxy accepts them); the body must still parse as JSON.
+/// JSON only: `application/json` (parameters allowed) or any `application/*+json`. A missing
+/// content type, `text/plain` and form encodings are refused (415): they are what a web page can
+/// send cross-origin without a preflight, and every OpenAI and Anthropic SDK sends
+/// `application/json`.
 fn check_content_type(headers: &HeaderMap) -> Result<(), IngressError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(());
-    };
-    let text = String::from_utf8_lossy(value.as_bytes());
-    let essence = text.split(';').next().unwrap_or_default().trim();
-    if essence.is_empty() {
+    if is_json_content_type(headers) {
         return Ok(());
     }
-    let json = match essence.split_once('/') {
+    let text = headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or_default();
+    Err(IngressError::unsupported_media_type(&text))
+}
+
+/// Whether `headers` declare a JSON body: `Content-Type: application/json` (any parameters, any
+/// case) or `application/<anything>+json`.
+///
+/// ```
+/// use http::{HeaderMap, HeaderValue, header::CONTENT_TYPE};
+/// use switchyard_services::ingress::is_json_content_type;
+///
+/// let mut headers = HeaderMap::new();
+/// assert!(!is_json_content_type(&headers));
+/// headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json; charset=utf-8"));
+/// assert!(is_json_content_type(&headers));
+/// headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+/// assert!(!is_json_content_type(&headers));
+/// ```
+pub fn is_json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(text) = value.to_str() else {
+        return false;
+    };
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    match essence.split_once('/') {
         Some((kind, sub)) => {
             let sub = sub.to_ascii_lowercase();
-            (kind.eq_ignore_ascii_case("application")
-                && (sub == "json" || sub.ends_with("+json") || sub == "x-www-form-urlencoded"))
-                || (kind.eq_ignore_ascii_case("text") && sub == "plain")
+            kind.eq_ignore_ascii_case("application") && (sub == "json" || (sub.len() > 5 && sub.ends_with("+json")))
         }
         None => false,
-    };
-    if json { Ok(()) } else { Err(IngressError::unsupported_media_type(&text)) }
+    }
 }
 
 /// The method, endpoint and content type, checked before the body is read.
@@ -224,13 +247,15 @@ mod tests {
             h.insert(header::CONTENT_TYPE, ct.parse().expect("header value"));
             check_content_type(&h).is_ok()
         };
-        assert!(check_content_type(&HeaderMap::new()).is_ok());
         assert!(check("application/json"));
         assert!(check("Application/JSON; charset=utf-8"));
         assert!(check("application/vnd.api+json"));
-        assert!(check(""));
-        assert!(check("application/x-www-form-urlencoded"), "curl -d");
-        assert!(check("text/plain"));
+        // What a web page can post cross-origin without a preflight: refused.
+        assert!(check_content_type(&HeaderMap::new()).is_err());
+        assert!(!check(""));
+        assert!(!check("application/x-www-form-urlencoded"));
+        assert!(!check("text/plain"));
+        assert!(!check("application/+json"));
         assert!(!check("text/html"));
         assert!(!check("multipart/form-data; boundary=x"));
         assert!(!check("json"));

@@ -14,9 +14,9 @@ use tower_service::Service;
 
 use super::{
     IngressLayer, REQUEST_ID_HEADER,
-    read::{ReadConfig, read_request},
+    read::{ReadConfig, endpoint_of, read_request},
 };
-use crate::edge::into_error_response;
+use crate::edge::{in_dialect, into_error_response};
 
 /// Reads HTTP requests for a routing stack; see [`IngressLayer`] and the [module docs](super).
 ///
@@ -54,13 +54,14 @@ impl<S> Ingress<S> {
         Self { inner, layer, rng, ready_error: None }
     }
 
-    /// The request's `x-request-id`, set to a fresh random one when it has none.
+    /// The request's one `x-request-id`: the client's first value when it is
+    /// [acceptable](super::acceptable_request_id), else a fresh random one; every other value is
+    /// removed, so exactly one goes further (upstream included).
     fn request_id(&mut self, headers: &mut HeaderMap) -> Option<HeaderValue> {
-        if let Some(id) = headers.get(REQUEST_ID_HEADER) {
-            return Some(id.clone());
-        }
-        let id = format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64());
-        let id = HeaderValue::try_from(id).ok()?;
+        let id = match headers.get(REQUEST_ID_HEADER).filter(|id| super::acceptable_request_id(id)) {
+            Some(id) => id.clone(),
+            None => HeaderValue::try_from(format!("{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64())).ok()?,
+        };
         headers.insert(REQUEST_ID_HEADER, id.clone());
         Some(id)
     }
@@ -99,12 +100,14 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let config = ReadConfig { max_body_bytes: self.layer.max_body_bytes, endpoint: self.layer.endpoint };
+        // Errors are answered in the dialect of the endpoint the client called.
+        let dialect = config.endpoint.or_else(|| endpoint_of(req.uri().path())).unwrap_or_default();
         Box::pin(async move {
             let answer = match read_request(req, config).await {
                 Ok(req) => inner.call(req).await.map_err(Into::into),
                 Err(e) => Err(e),
             };
-            let resp = answer.unwrap_or_else(into_error_response);
+            let resp = answer.unwrap_or_else(|e| in_dialect(into_error_response(e), dialect));
             Ok(with_request_id(resp, request_id))
         })
     }

@@ -76,9 +76,8 @@ impl Call {
         Ok(Self { api, model, stream, include_usage, prompt_tokens, inputs, id, created })
     }
 
-    /// Content chunk `i`: the first names the model asked for, each later one is one more token.
     fn piece(&self, i: u32) -> String {
-        if i == 0 { format!("Mock answer from `{}`.", self.model) } else { format!(" token{i}") }
+        piece(&self.model, i)
     }
 
     fn usage(&self, profile: &MockProfile) -> UsageBody {
@@ -88,6 +87,12 @@ impl Call {
     fn chunk(&self) -> ChatChunk {
         ChatChunk::new(&self.id, &self.model, self.created)
     }
+}
+
+/// Content chunk `i` of an answer from `model` (both dialects): the first names the model asked
+/// for, each later one is one more token.
+pub(super) fn piece(model: &str, i: u32) -> String {
+    if i == 0 { format!("Mock answer from `{model}`.") } else { format!(" token{i}") }
 }
 
 /// Characters of every message's text.
@@ -210,15 +215,20 @@ pub(super) fn failure(call: &Call, profile: &MockProfile) -> Response {
         None => error,
     };
     let mut resp = json_response(status, to_json(&ErrorResponse::new(error)));
+    retry_after(resp.headers_mut(), profile);
+    resp
+}
+
+/// `Retry-After` (whole seconds, rounded up) and `retry-after-ms` when the profile sets a delay
+/// that is not a whole number of seconds.
+pub(super) fn retry_after(headers: &mut http::HeaderMap, profile: &MockProfile) {
     if let Some(after) = profile.retry_after {
-        let headers = resp.headers_mut();
         let millis = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
         headers.insert(header::RETRY_AFTER, HeaderValue::from(millis.div_ceil(1000)));
         if after.subsec_nanos() != 0 {
             headers.insert("retry-after-ms", HeaderValue::from(millis));
         }
     }
-    resp
 }
 
 /// An answer refusing a malformed request.
@@ -234,13 +244,13 @@ pub(super) fn not_found(method: &http::Method, path: &str) -> Response {
 }
 
 /// Headers, then nothing until the server shuts down (then the connection closes).
-pub(super) fn stalled(call: &Call, mut shutdown: watch::Receiver<bool>) -> Response {
+pub(super) fn stalled(stream: bool, mut shutdown: watch::Receiver<bool>) -> Response {
     let never = stream::once(async move {
         let _ = shutdown.wait_for(|down| *down).await;
         Err::<Bytes, _>(io::Error::new(io::ErrorKind::ConnectionAborted, "mock upstream shut down"))
     });
     let mut resp = Response::new(Body::from_stream(never));
-    let content_type = if call.stream { "text/event-stream" } else { "application/json" };
+    let content_type = if stream { "text/event-stream" } else { "application/json" };
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
@@ -264,6 +274,8 @@ pub(super) struct StreamFaults {
     pub(super) malformed_after: Option<u32>,
     /// End without `[DONE]`.
     pub(super) no_done: bool,
+    /// Send an error chunk after this many content chunks, and end.
+    pub(super) error_after: Option<u32>,
 }
 
 struct Streaming {
@@ -278,8 +290,9 @@ struct Streaming {
 /// A server-sent-event stream: content chunks paced by the profile's interval, the finish chunk,
 /// the usage chunk when the request asked for it, `[DONE]`. With `faults.cut_after`, the
 /// connection closes after that many content chunks instead; with `faults.malformed_after`, a
-/// truncated JSON event comes before that content chunk; with `faults.no_done`, the body ends
-/// without `[DONE]`.
+/// truncated JSON event comes before that content chunk; with `faults.error_after`, an error
+/// chunk (`data: {"error":{...}}`) comes instead of that content chunk and the body ends; with
+/// `faults.no_done`, the body ends without `[DONE]`.
 pub(super) fn streaming(
     call: Call,
     profile: Arc<MockProfile>,
@@ -288,6 +301,7 @@ pub(super) fn streaming(
     shutdown: watch::Receiver<bool>,
 ) -> Response {
     faults.cut_after = faults.cut_after.map(|k| k.min(profile.chunks));
+    faults.error_after = faults.error_after.map(|k| k.min(profile.chunks));
     let state = Streaming { call, profile, rng, next: Step::Content(0), faults, shutdown };
     let mut resp = Response::new(Body::from_stream(stream::unfold(state, next_event)));
     let headers = resp.headers_mut();
@@ -317,6 +331,12 @@ async fn next_event(mut st: Streaming) -> Option<(Result<Bytes, io::Error>, Stre
                 let event =
                     format!("data: {{\"id\":\"{}\",\"choices\":[{{\"delta\":{{\"content\":\"tok\n\n", st.call.id);
                 return Some((Ok(Bytes::from(event)), st));
+            }
+            if st.faults.error_after == Some(n) {
+                st.next = Step::End;
+                let error = ApiError::new("The server had an error while processing your request (mock).")
+                    .with_type("server_error");
+                return Some((Ok(sse(&ErrorResponse::new(error))), st));
             }
             if n < st.profile.chunks {
                 st.next = Step::Content(n + 1);
@@ -358,7 +378,7 @@ pub(super) async fn pause(d: Duration, shutdown: &mut watch::Receiver<bool>) {
     }
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> Response {
+pub(super) fn json_response(status: StatusCode, body: Bytes) -> Response {
     let mut resp = Response::new(Body::from(body));
     *resp.status_mut() = status;
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

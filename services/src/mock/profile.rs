@@ -13,7 +13,7 @@ pub enum MockConfigError {
     /// A probability is not a finite number in `0..=1`.
     InvalidRate {
         /// What the rate is for (`fail`, `stall`, `stream_cut`, `reset`, `no_response`,
-        /// `malformed_chunk`, `missing_done`).
+        /// `malformed_chunk`, `missing_done`, `stream_error`).
         what: &'static str,
         /// The value given.
         rate: f64,
@@ -51,9 +51,12 @@ impl std::error::Error for MockConfigError {
 ///
 /// The default profile answers at once, streams 8 content chunks 10 ms apart, and never fails.
 /// Every request draws its behaviour from its own generator, seeded from the profile's seed and
-/// the request's number, in a fixed order (failure, stall, cut, latency, then malformed and missing
-/// `[DONE]` when their rate is not zero, then chunk gaps): the same seed gives the same sequence
-/// of behaviours. Connection faults (reset, no response) are drawn per connection.
+/// the request's number, in a fixed order (failure, stall, cut, latency, then malformed, missing
+/// `[DONE]` and in-stream error when their rate is not zero, then chunk gaps): the same seed gives
+/// the same sequence of behaviours, in either dialect (OpenAI or Anthropic). Connection faults
+/// (reset, no response) are drawn per connection.
+///
+/// Injected failures may have any 4xx or 5xx status, Anthropic's `529 Overloaded` included.
 ///
 /// ```
 /// use std::time::Duration;
@@ -96,6 +99,8 @@ pub struct MockProfile {
     pub(crate) malformed_rate: f64,
     pub(crate) no_done_rate: f64,
     pub(crate) huge_bytes: Option<usize>,
+    pub(crate) stream_error_after: u32,
+    pub(crate) stream_error_rate: f64,
 }
 
 impl Default for MockProfile {
@@ -120,6 +125,8 @@ impl Default for MockProfile {
             malformed_rate: 0.0,
             no_done_rate: 0.0,
             huge_bytes: None,
+            stream_error_after: 0,
+            stream_error_rate: 0.0,
         }
     }
 }
@@ -258,7 +265,20 @@ impl MockProfileBuilder {
         self
     }
 
-    /// Pads the content of every whole chat answer to `bytes` bytes (an oversized answer).
+    /// Ends a `rate` of streams with an error event after `after_chunks` content chunks (0: before
+    /// the first), the way a provider reports a failure once the `200` is sent: on the Anthropic
+    /// side `event: error` with an `overloaded_error` (with 0, right after `message_start`, as
+    /// Anthropic does when it is overloaded mid-flight), on the OpenAI side a
+    /// `data: {"error":{...}}` chunk of type `server_error`. The body then ends cleanly, without
+    /// the finish chunk, the usage, `[DONE]` or `message_stop`.
+    pub fn stream_error(mut self, after_chunks: u32, rate: f64) -> Self {
+        self.profile.stream_error_after = after_chunks;
+        self.profile.stream_error_rate = rate;
+        self
+    }
+
+    /// Pads the content of every whole chat answer (the text of an Anthropic message) to `bytes`
+    /// bytes (an oversized answer).
     pub fn huge_response(mut self, bytes: usize) -> Self {
         self.profile.huge_bytes = Some(bytes);
         self
@@ -281,6 +301,7 @@ impl MockProfileBuilder {
             ("no_response", p.silent_rate),
             ("malformed_chunk", p.malformed_rate),
             ("missing_done", p.no_done_rate),
+            ("stream_error", p.stream_error_rate),
         ];
         for (what, rate) in rates {
             if !(rate.is_finite() && (0.0..=1.0).contains(&rate)) {
@@ -319,5 +340,15 @@ mod tests {
             Err(MockConfigError::InvalidRate { what: "missing_done", .. })
         ));
         assert!(b().malformed_chunk(2, 1.0).no_response(0.5).huge_response(1 << 20).build().is_ok());
+        assert!(matches!(
+            b().stream_error(0, 1.1).build(),
+            Err(MockConfigError::InvalidRate { what: "stream_error", .. })
+        ));
+    }
+
+    #[test]
+    fn anthropic_overloaded_529_is_a_valid_injected_status() {
+        let status = StatusCode::from_u16(529).expect("a status code");
+        assert_eq!(MockProfile::builder().fail(1.0, status).build().map(|p| p.fail_status), Ok(status));
     }
 }

@@ -14,7 +14,7 @@ use axum::{
     Router,
     extract::{DefaultBodyLimit, Path, State},
     response::Response,
-    routing::post,
+    routing::{get, post},
 };
 use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
@@ -25,6 +25,9 @@ use tokio::{sync::watch, task::JoinHandle};
 use super::{
     MockProfile,
     answer::{self, Api, Call},
+    anthropic, bedrock, cohere, gemini,
+    listener::FaultyListener,
+    responses, vertex,
 };
 
 /// Largest request body the mock reads.
@@ -32,7 +35,7 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// How long [`MockHandle::shutdown`] waits for connections to finish before closing them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// An OpenAI-compatible upstream on a loopback port; see the [module docs](super).
+/// An OpenAI- and Anthropic-compatible upstream on a loopback port; see the [module docs](super).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct MockUpstream;
@@ -60,9 +63,12 @@ impl MockUpstream {
             counters: Counters::default(),
             last: Mutex::new(None),
             shutdown: signal.clone(),
+            responses: responses::Store::default(),
+            bedrock: bedrock::Keys::default(),
+            google: vertex::Tokens::default(),
         });
         let app = router(shared.clone());
-        let listener = FaultyListener { inner: listener, shared: shared.clone(), connections: 0 };
+        let listener = FaultyListener::new(listener, shared.clone());
         let mut signal = signal;
         let task = runtime.spawn(async move {
             let stop = async move {
@@ -84,59 +90,6 @@ impl MockUpstream {
     }
 }
 
-/// The listener in front of the server: applies the profile's connection faults (reset, no
-/// response) and hands every other connection to axum.
-struct FaultyListener {
-    inner: tokio::net::TcpListener,
-    shared: Arc<Shared>,
-    connections: u64,
-}
-
-impl axum::serve::Listener for FaultyListener {
-    type Io = tokio::net::TcpStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (stream, addr) = axum::serve::Listener::accept(&mut self.inner).await;
-            let n = self.connections;
-            self.connections += 1;
-            let profile = self.shared.profile.read().clone();
-            if profile.reset_rate == 0.0 && profile.silent_rate == 0.0 {
-                return (stream, addr);
-            }
-            let mut rng = SmallRng::seed_from_u64(!profile.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            let reset = rng.random_bool(profile.reset_rate);
-            let silent = rng.random_bool(profile.silent_rate);
-            if !(reset || silent) {
-                return (stream, addr);
-            }
-            self.shared.counters.connection_faults.fetch_add(1, Ordering::Relaxed);
-            let mut shutdown = self.shared.shutdown.clone();
-            tokio::spawn(async move {
-                if reset {
-                    // Closing a socket with unread data makes the kernel answer with a reset
-                    // (RST) instead of an orderly close: wait for the request (peeking leaves it
-                    // unread), read none of it.
-                    let mut first = [0u8; 1];
-                    tokio::select! {
-                        _ = stream.peek(&mut first) => {}
-                        _ = shutdown.wait_for(|down| *down) => {}
-                    }
-                    drop(stream);
-                } else {
-                    let _ = shutdown.wait_for(|down| *down).await;
-                    drop(stream);
-                }
-            });
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
 fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
@@ -145,27 +98,60 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/embeddings", post(embeddings))
         .route("/openai/deployments/{deployment}/chat/completions", post(azure_chat))
         .route("/openai/deployments/{deployment}/embeddings", post(azure_embeddings))
+        .route("/v1/messages", post(messages))
+        .route("/messages", post(messages))
+        .route("/v1/messages/count_tokens", post(count_tokens))
+        .route("/v1/responses", post(responses::create))
+        .route("/responses", post(responses::create))
+        .route("/v1/responses/{id}", get(responses::retrieve).delete(responses::delete))
+        .route("/responses/{id}", get(responses::retrieve).delete(responses::delete))
+        .route("/v1/responses/{id}/cancel", post(responses::cancel))
+        .route("/responses/{id}/cancel", post(responses::cancel))
+        .route("/model/{model_id}/converse", post(bedrock::converse))
+        .route("/model/{model_id}/converse-stream", post(bedrock::converse_stream))
+        .route("/model/{model_id}/invoke", post(bedrock::invoke))
+        .route("/v1beta/models/{model_and_method}", post(gemini::models))
+        .route("/token", post(vertex::token))
+        .route(
+            "/v1/projects/{project}/locations/{location}/publishers/google/models/{model_and_method}",
+            post(vertex::google_models),
+        )
+        .route(
+            "/v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model_and_method}",
+            post(vertex::anthropic_models),
+        )
+        .route("/v2/chat", post(cohere::chat))
+        .route("/v2/embed", post(cohere::embed))
         .fallback(unknown_path)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(shared)
 }
 
 /// What the server and every handle share.
-struct Shared {
-    profile: RwLock<Arc<MockProfile>>,
-    counters: Counters,
+pub(super) struct Shared {
+    pub(super) profile: RwLock<Arc<MockProfile>>,
+    pub(super) counters: Counters,
     last: Mutex<Option<RecordedRequest>>,
-    shutdown: watch::Receiver<bool>,
+    pub(super) shutdown: watch::Receiver<bool>,
+    /// The Responses API responses this server keeps.
+    pub(super) responses: responses::Store,
+    /// What the Bedrock routes accept as credentials.
+    pub(super) bedrock: bedrock::Keys,
+    /// The OAuth2 access tokens issued at `/token`, which the Vertex AI routes accept.
+    pub(super) google: vertex::Tokens,
 }
 
 #[derive(Default)]
-struct Counters {
+pub(super) struct Counters {
     requests: AtomicU64,
-    failures: AtomicU64,
-    stalls: AtomicU64,
+    pub(super) failures: AtomicU64,
+    pub(super) stalls: AtomicU64,
     streams: AtomicU64,
     stream_cuts: AtomicU64,
-    connection_faults: AtomicU64,
+    stream_errors: AtomicU64,
+    pub(super) connection_faults: AtomicU64,
+    pub(super) response_continuations: AtomicU64,
+    pub(super) token_requests: AtomicU64,
 }
 
 /// A request the mock received, for assertions.
@@ -174,7 +160,8 @@ struct Counters {
 pub struct RecordedRequest {
     /// The method.
     pub method: Method,
-    /// The path (`/v1/chat/completions`, `/openai/deployments/gpt-4o/chat/completions`, ...).
+    /// The path (`/v1/chat/completions`, `/openai/deployments/gpt-4o/chat/completions`,
+    /// `/v1/messages`, ...).
     pub path: String,
     /// The query string (`api-version=...`), if any.
     pub query: Option<String>,
@@ -205,8 +192,18 @@ pub struct MockStats {
     pub streams: u64,
     /// Streams cut before their end.
     pub stream_cuts: u64,
+    /// Streams drawn to end with an in-stream error event (the profile's
+    /// [`stream_error`](super::MockProfileBuilder::stream_error)); a cut drawn for the same
+    /// stream that comes first ends it before the error.
+    pub stream_errors: u64,
     /// Connections reset or left without an answer (the profile's connection faults).
     pub connection_faults: u64,
+    /// Responses API requests whose `previous_response_id` named a response this server keeps
+    /// (whatever their answer): conversations continued here.
+    pub response_continuations: u64,
+    /// Requests to the OAuth2 token endpoint (`POST /token`), answered or refused; they are not
+    /// in [`requests`](Self::requests).
+    pub token_requests: u64,
 }
 
 /// A running [`MockUpstream`]: its address, what it received, its profile. Dropping the handle
@@ -214,7 +211,7 @@ pub struct MockStats {
 /// for it.
 pub struct MockHandle {
     addr: SocketAddr,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
 }
@@ -237,7 +234,8 @@ impl MockHandle {
         format!("{}/v1", self.origin())
     }
 
-    /// The server's origin, `http://127.0.0.1:PORT` (an `api_base` for Azure deployments).
+    /// The server's origin, `http://127.0.0.1:PORT` (an `api_base` for Azure and Anthropic
+    /// deployments: the Messages API is at `{origin}/v1/messages`).
     pub fn origin(&self) -> String {
         format!("http://{}", self.addr)
     }
@@ -256,8 +254,24 @@ impl MockHandle {
             stalls: c.stalls.load(Ordering::Relaxed),
             streams: c.streams.load(Ordering::Relaxed),
             stream_cuts: c.stream_cuts.load(Ordering::Relaxed),
+            stream_errors: c.stream_errors.load(Ordering::Relaxed),
             connection_faults: c.connection_faults.load(Ordering::Relaxed),
+            response_continuations: c.response_continuations.load(Ordering::Relaxed),
+            token_requests: c.token_requests.load(Ordering::Relaxed),
         }
+    }
+
+    /// The OAuth2 token endpoint, `http://127.0.0.1:PORT/token`: the `token_uri` of a
+    /// service-account key for Vertex AI deployments whose `api_base` is
+    /// [`origin`](Self::origin).
+    pub fn token_uri(&self) -> String {
+        format!("{}/token", self.origin())
+    }
+
+    /// While `refuse` is on, the token endpoint answers every grant `400 invalid_grant` (as Google
+    /// does for a deleted key); tokens issued before stay valid.
+    pub fn refuse_tokens(&self, refuse: bool) {
+        self.shared.google.refusing.store(refuse, Ordering::Relaxed);
     }
 
     /// The last request received.
@@ -332,6 +346,51 @@ async fn azure_embeddings(
     serve(&s, Api::Embeddings, Some(deployment), RecordedRequest::new(method, &uri, headers, body)).await
 }
 
+async fn messages(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    serve_messages(&s, RecordedRequest::new(method, &uri, headers, body), anthropic::Host::Anthropic).await
+}
+
+/// Anthropic's token counter: `{"input_tokens": n}`, where the mock counts one token per four
+/// bytes of the text in `system` and `messages` (rounded up per string), after checking `model`
+/// and `messages` as Anthropic does.
+async fn count_tokens(
+    State(s): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    use axum::response::IntoResponse as _;
+    s.counters.requests.fetch_add(1, Ordering::Relaxed);
+    *s.last.lock() = Some(RecordedRequest::new(method, &uri, headers, body.clone()));
+    let refuse = |message: &str| {
+        let error =
+            serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
+        (http::StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
+    };
+    let Ok(serde_json::Value::Object(request)) = serde_json::from_slice::<serde_json::Value>(&body) else {
+        return refuse("request body must be a JSON object");
+    };
+    if !request.get("model").is_some_and(serde_json::Value::is_string) {
+        return refuse("model: Field required");
+    }
+    let Some(messages) = request.get("messages").filter(|m| m.is_array()) else {
+        return refuse("messages: Field required");
+    };
+    fn text_tokens(v: &serde_json::Value) -> u64 {
+        match v {
+            serde_json::Value::String(s) => (s.len() as u64).div_ceil(4),
+            serde_json::Value::Array(items) => items.iter().map(text_tokens).sum(),
+            serde_json::Value::Object(map) => {
+                map.iter().filter(|(k, _)| *k != "type").map(|(_, v)| text_tokens(v)).sum()
+            }
+            _ => 0,
+        }
+    }
+    let tokens = text_tokens(messages) + request.get("system").map_or(0, text_tokens);
+    axum::Json(serde_json::json!({ "input_tokens": tokens })).into_response()
+}
+
 async fn unknown_path(
     State(s): State<Arc<Shared>>,
     method: Method,
@@ -346,83 +405,131 @@ async fn unknown_path(
 }
 
 impl RecordedRequest {
-    fn new(method: Method, uri: &Uri, headers: HeaderMap, body: Bytes) -> Self {
+    pub(super) fn new(method: Method, uri: &Uri, headers: HeaderMap, body: Bytes) -> Self {
         Self { method, path: uri.path().to_owned(), query: uri.query().map(str::to_owned), headers, body }
     }
 }
 
-/// Answers one request as the current profile says.
+/// What the profile drew for one request.
+pub(super) struct Draws {
+    pub(super) fail: bool,
+    pub(super) stall: bool,
+    pub(super) cut: bool,
+    pub(super) latency: Duration,
+    pub(super) malformed: bool,
+    pub(super) no_done: bool,
+    pub(super) stream_error: bool,
+}
+
+impl Shared {
+    /// Counts and records a request answered without drawing from the profile (a refusal before
+    /// any reading).
+    pub(super) fn record(&self, req: RecordedRequest) {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock() = Some(req);
+    }
+
+    /// Counts and records a request, and draws its behaviour: the n-th request's draws depend
+    /// only on the seed and n, always in this order, whatever its dialect. Returns the
+    /// generator for the draws that follow (the answer's id, chunk gaps).
+    pub(super) fn admit(&self, req: RecordedRequest) -> (Arc<MockProfile>, Draws, SmallRng) {
+        let n = self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock() = Some(req);
+        let profile = self.profile.read().clone();
+        let mut rng = SmallRng::seed_from_u64(profile.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let fail = rng.random_bool(profile.fail_rate);
+        let stall = rng.random_bool(profile.stall_rate);
+        let cut = rng.random_bool(profile.cut_rate);
+        let latency = profile.latency.sample(&mut rng);
+        // Drawn only when enabled, so that profiles without them keep their sequences.
+        let malformed = profile.malformed_rate > 0.0 && rng.random_bool(profile.malformed_rate);
+        let no_done = profile.no_done_rate > 0.0 && rng.random_bool(profile.no_done_rate);
+        let stream_error = profile.stream_error_rate > 0.0 && rng.random_bool(profile.stream_error_rate);
+        (profile, Draws { fail, stall, cut, latency, malformed, no_done, stream_error }, rng)
+    }
+
+    /// Counts a stream and the faults drawn for it.
+    pub(super) fn count_stream(&self, draws: &Draws) {
+        self.counters.streams.fetch_add(1, Ordering::Relaxed);
+        if draws.cut {
+            self.counters.stream_cuts.fetch_add(1, Ordering::Relaxed);
+        }
+        if draws.stream_error {
+            self.counters.stream_errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Answers one OpenAI request as the current profile says.
 async fn serve(s: &Shared, api: Api, azure_deployment: Option<String>, req: RecordedRequest) -> Response {
-    let n = s.counters.requests.fetch_add(1, Ordering::Relaxed);
     let body = req.body.clone();
-    *s.last.lock() = Some(req);
-    let profile = s.profile.read().clone();
-
-    // The n-th request's draws depend only on the seed and n, always in this order.
-    let mut rng = SmallRng::seed_from_u64(profile.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-    let fail = rng.random_bool(profile.fail_rate);
-    let stall = rng.random_bool(profile.stall_rate);
-    let cut = rng.random_bool(profile.cut_rate);
-    let latency = profile.latency.sample(&mut rng);
-    // Drawn only when enabled, so that profiles without them keep their sequences.
-    let malformed = profile.malformed_rate > 0.0 && rng.random_bool(profile.malformed_rate);
-    let no_done = profile.no_done_rate > 0.0 && rng.random_bool(profile.no_done_rate);
-
+    let (profile, draws, mut rng) = s.admit(req);
     let call = match Call::read(&body, api, azure_deployment.as_deref(), &profile, &mut rng) {
         Ok(call) => call,
         Err(problem) => return answer::invalid(problem),
     };
     let mut shutdown = s.shutdown.clone();
-    answer::pause(latency, &mut shutdown).await;
-    if fail {
+    answer::pause(draws.latency, &mut shutdown).await;
+    if draws.fail {
         s.counters.failures.fetch_add(1, Ordering::Relaxed);
         return answer::failure(&call, &profile);
     }
-    if stall {
+    if draws.stall {
         s.counters.stalls.fetch_add(1, Ordering::Relaxed);
-        return answer::stalled(&call, shutdown);
+        return answer::stalled(call.stream, shutdown);
     }
     if call.stream {
-        s.counters.streams.fetch_add(1, Ordering::Relaxed);
-        if cut {
-            s.counters.stream_cuts.fetch_add(1, Ordering::Relaxed);
-        }
+        s.count_stream(&draws);
         let faults = answer::StreamFaults {
-            cut_after: cut.then_some(profile.cut_after),
-            malformed_after: malformed.then_some(profile.malformed_after),
-            no_done,
+            cut_after: draws.cut.then_some(profile.cut_after),
+            malformed_after: draws.malformed.then_some(profile.malformed_after),
+            no_done: draws.no_done,
+            error_after: draws.stream_error.then_some(profile.stream_error_after),
         };
         return answer::streaming(call, profile, rng, faults, shutdown);
     }
-    if malformed {
+    if draws.malformed {
         return answer::truncated(&call);
     }
     answer::whole(&call, &profile, &mut rng)
 }
 
+/// Answers one Anthropic Messages request as the current profile says, with the same draws.
+pub(super) async fn serve_messages(s: &Shared, req: RecordedRequest, host: anthropic::Host<'_>) -> Response {
+    let (headers, body) = (req.headers.clone(), req.body.clone());
+    let (profile, draws, mut rng) = s.admit(req);
+    let call = match anthropic::Call::read((&headers, host), &body, &profile, &mut rng) {
+        Ok(call) => call,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let mut shutdown = s.shutdown.clone();
+    answer::pause(draws.latency, &mut shutdown).await;
+    if draws.fail {
+        s.counters.failures.fetch_add(1, Ordering::Relaxed);
+        return anthropic::failure(&call, &profile);
+    }
+    if draws.stall {
+        s.counters.stalls.fetch_add(1, Ordering::Relaxed);
+        return answer::stalled(call.stream, shutdown);
+    }
+    if call.stream {
+        s.count_stream(&draws);
+        let faults = anthropic::StreamFaults {
+            cut_after: draws.cut.then_some(profile.cut_after),
+            malformed_after: draws.malformed.then_some(profile.malformed_after),
+            error_after: draws.stream_error.then_some(profile.stream_error_after),
+        };
+        return anthropic::streaming(&call, profile, rng, faults, shutdown);
+    }
+    if draws.malformed {
+        return anthropic::truncated(&call, &profile);
+    }
+    anthropic::whole(&call, &profile)
+}
+
 #[cfg(test)]
 mod tests {
-    use std::io::{Read, Write};
-
     use super::*;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_reset_profile_resets_the_connection_before_any_answer() {
-        let profile = MockProfile::builder().reset(1.0).build().expect("valid profile");
-        let mock = MockUpstream::start(profile).expect("mock upstream");
-        let addr = mock.addr();
-        let read = tokio::task::spawn_blocking(move || {
-            let mut sock = std::net::TcpStream::connect(addr)?;
-            sock.set_read_timeout(Some(Duration::from_secs(20)))?;
-            sock.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nhost: mock\r\ncontent-length: 2\r\n\r\n{}")?;
-            let mut answer = Vec::new();
-            sock.read_to_end(&mut answer).map(|_| answer)
-        });
-        let err = read.await.expect("reader").expect_err("a reset, not an answer");
-        assert_eq!(err.kind(), io::ErrorKind::ConnectionReset, "{err}");
-        assert_eq!(mock.stats().connection_faults, 1);
-        assert_eq!(mock.requests(), 0, "no request was read");
-    }
 
     #[test]
     fn nothing_listens_at_the_refused_url() {

@@ -1,10 +1,12 @@
 //! [`facts_from_json`]: the routing facts of an OpenAI request body, read once at the edge.
 
+use std::{fmt, time::Duration};
+
 use serde::{
-    Deserialize,
-    de::{IgnoredAny, Unexpected},
+    Deserialize, Deserializer,
+    de::{self, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor},
 };
-use serde_json::{Value, error::Category};
+use serde_json::{Number, error::Category};
 use switchyard_layers::{RequestFacts, RouteError, RouteErrorKind, ctx::Endpoint};
 
 /// Request parameters that, when present and not `null`, the serving deployment must support;
@@ -45,28 +47,52 @@ pub(crate) fn client_credential_message(field: &str) -> String {
 }
 
 /// What routing reads from a body; everything else is skipped without being built.
+///
+/// No field is read into a `serde_json::Value`: each is read as a [`Shallow`] (or a [`List`]),
+/// which keeps scalars and skips containers it has no use for, so a routing key of the wrong
+/// type costs nothing however large it is, and its type is checked in [`checked`] after the one
+/// parse, in a fixed order (every syntax error, duplicate key and client credential is found
+/// first, wherever it is in the body).
 #[derive(Deserialize)]
 struct Probe {
     #[serde(default)]
-    model: Option<Value>,
+    model: Option<Shallow>,
     #[serde(default)]
-    stream: Option<Value>,
+    stream: Option<Shallow>,
     #[serde(default)]
-    tags: Option<Value>,
+    tags: Option<List>,
     #[serde(default)]
     metadata: Option<Metadata>,
     #[serde(default)]
-    allowed_model_region: Option<Value>,
+    allowed_model_region: Option<Shallow>,
     #[serde(default)]
     response_format: Option<IgnoredAny>,
     #[serde(default)]
     tools: Option<IgnoredAny>,
+    // Read only as far as telling whether a content part is an image, building nothing.
     #[serde(default)]
-    num_retries: Option<Value>,
+    messages: Option<Messages>,
+    // The Responses API's `input` items (and, harmlessly, an embedding's `input`): read like
+    // `messages`, for images only.
     #[serde(default)]
-    fallbacks: Option<Value>,
+    input: Option<Messages>,
+    // The Responses API's conversation state: the request must reach the deployment holding it.
     #[serde(default)]
-    disable_fallbacks: Option<Value>,
+    previous_response_id: Option<Shallow>,
+    #[serde(default)]
+    num_retries: Option<Shallow>,
+    #[serde(default)]
+    fallbacks: Option<List>,
+    #[serde(default)]
+    disable_fallbacks: Option<Shallow>,
+    // LiteLLM's per-request timeouts, in seconds: `timeout` (or `request_timeout`) and
+    // `stream_timeout`.
+    #[serde(default)]
+    timeout: Option<Shallow>,
+    #[serde(default)]
+    request_timeout: Option<Shallow>,
+    #[serde(default)]
+    stream_timeout: Option<Shallow>,
     // Client-side credentials ([`CLIENT_CREDENTIAL_KEYS`]), read by their unescaped names, so
     // `"api\u005fkey"` is `api_key` here as it is to every other JSON reader.
     #[serde(default)]
@@ -80,9 +106,340 @@ struct Probe {
 #[derive(Deserialize)]
 struct Metadata {
     #[serde(default)]
-    tags: Option<Value>,
+    tags: Option<List>,
     #[serde(default)]
-    session_id: Option<Value>,
+    session_id: Option<Shallow>,
+}
+
+/// A JSON value read only as far as the probe needs it: a scalar is kept, a container is
+/// skipped (by [`Skip`], allocating nothing) and only its kind remembered. Read as a [`List`], an
+/// array of strings is kept too, and an array of anything else is skipped from its first
+/// non-string element on.
+#[derive(Debug)]
+enum Shallow {
+    Null,
+    Bool(bool),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Str(String),
+    /// An array (not read as a [`List`]).
+    Seq,
+    Map,
+    /// A [`List`]'s array of strings.
+    Strings(Vec<String>),
+    /// A [`List`]'s array with this first non-string element.
+    BadItem(Box<Shallow>),
+}
+
+impl Shallow {
+    /// The JSON type of the value, in serde's words (`a string`, `an integer`...).
+    fn kind(&self) -> String {
+        let unexpected = match self {
+            Self::Null => Unexpected::Unit,
+            Self::Bool(b) => Unexpected::Bool(*b),
+            Self::U64(u) => Unexpected::Unsigned(*u),
+            Self::I64(i) => Unexpected::Signed(*i),
+            Self::F64(f) => Unexpected::Float(*f),
+            Self::Str(s) => Unexpected::Str(s),
+            Self::Seq | Self::Strings(_) | Self::BadItem(_) => Unexpected::Seq,
+            Self::Map => Unexpected::Map,
+        };
+        unexpected.to_string()
+    }
+
+    /// A number as JSON writes it (`42`, `-1`, `1.5`); `None` for anything else.
+    fn number(&self) -> Option<Number> {
+        match self {
+            Self::U64(u) => Some(Number::from(*u)),
+            Self::I64(i) => Some(Number::from(*i)),
+            Self::F64(f) => Number::from_f64(*f),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Shallow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShallowVisitor::<false>)
+    }
+}
+
+/// A [`Shallow`] whose array of strings is kept (tags, fallbacks).
+struct List(Shallow);
+
+impl<'de> Deserialize<'de> for List {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShallowVisitor::<true>).map(List)
+    }
+}
+
+/// Reads a [`Shallow`]; `LIST`: keep an array of strings.
+struct ShallowVisitor<const LIST: bool>;
+
+impl<'de, const LIST: bool> Visitor<'de> for ShallowVisitor<LIST> {
+    type Value = Shallow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Shallow, E> {
+        Ok(Shallow::Null)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Shallow, E> {
+        Ok(Shallow::Bool(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Shallow, E> {
+        Ok(Shallow::U64(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Shallow, E> {
+        Ok(Shallow::I64(v))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Shallow, E> {
+        Ok(Shallow::F64(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Shallow, E> {
+        Ok(Shallow::Str(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Shallow, E> {
+        Ok(Shallow::Str(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shallow, A::Error> {
+        if !LIST {
+            while seq.next_element::<Skip>()?.is_some() {}
+            return Ok(Shallow::Seq);
+        }
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Shallow>()? {
+            match item {
+                Shallow::Str(s) => items.push(s),
+                other => {
+                    while seq.next_element::<Skip>()?.is_some() {}
+                    return Ok(Shallow::BadItem(Box::new(other)));
+                }
+            }
+        }
+        Ok(Shallow::Strings(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shallow, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Shallow::Map)
+    }
+}
+
+/// Any JSON value, checked and dropped as it is read: nothing is allocated (strings are
+/// borrowed or unescaped into the parser's scratch buffer). Unlike [`IgnoredAny`] it descends
+/// through `deserialize_any`, so the parser's nesting limit holds in a skipped container as it
+/// did when the probe built `Value`s.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+}
+
+/// `messages`: whether some message's `content` holds an image part (`"type": "image_url"`, or
+/// an `image_url` key). Anything else, of any type, is skipped without being built, so a
+/// malformed `messages` is left for the upstream to refuse.
+struct Messages {
+    images: bool,
+}
+
+impl<'de> Deserialize<'de> for Messages {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(Images(Level::Messages)).map(|images| Messages { images })
+    }
+}
+
+/// Where [`Images`] is in `messages`.
+#[derive(Clone, Copy)]
+enum Level {
+    /// The `messages` array.
+    Messages,
+    /// One message object.
+    Message,
+    /// A message's `content` (a string or an array of parts).
+    Content,
+    /// One content part object.
+    Part,
+    /// A part's `type` value.
+    Type,
+}
+
+/// Reads the value at its [`Level`] and says whether an image part is in it.
+struct Images(Level);
+
+impl<'de> de::DeserializeSeed<'de> for Images {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// A map key compared with two names without being kept: `Some(true)` for the first,
+/// `Some(false)` for the second, `None` for any other.
+#[derive(Clone, Copy)]
+struct KeyIs(&'static str, &'static str);
+
+impl<'de> de::DeserializeSeed<'de> for KeyIs {
+    type Value = Option<bool>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<bool>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs {
+    type Value = Option<bool>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<bool>, E> {
+        Ok(if v == self.0 {
+            Some(true)
+        } else if v == self.1 {
+            Some(false)
+        } else {
+            None
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for Images {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        // OpenAI chat's `image_url` part, Anthropic's `image` block, the Responses API's
+        // `input_image` part.
+        Ok(matches!(self.0, Level::Type) && matches!(v, "image_url" | "image" | "input_image"))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        let item = match self.0 {
+            Level::Messages => Some(Level::Message),
+            Level::Content => Some(Level::Part),
+            _ => None,
+        };
+        let mut found = false;
+        match item {
+            // Every element is still read: the parser checks the whole body either way.
+            Some(level) => {
+                while let Some(image) = seq.next_element_seed(Images(level))? {
+                    found |= image;
+                }
+            }
+            None => while seq.next_element::<Skip>()?.is_some() {},
+        }
+        Ok(found)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        // A message's images are in its `content` (both names are `content`, so only the first
+        // matches); a part is an image by its `type`, or by an `image_url` key.
+        let (keys, value) = match self.0 {
+            Level::Message => (KeyIs("content", "content"), Level::Content),
+            Level::Part => (KeyIs("type", "image_url"), Level::Type),
+            _ => {
+                while map.next_entry::<Skip, Skip>()?.is_some() {}
+                return Ok(false);
+            }
+        };
+        let mut found = false;
+        while let Some(matched) = map.next_key_seed(keys)? {
+            match matched {
+                Some(true) => found |= map.next_value_seed(Images(value))?,
+                Some(false) => {
+                    map.next_value::<Skip>()?;
+                    found = true;
+                }
+                None => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(found)
+    }
 }
 
 /// Reads the model and the [`RequestFacts`] of an OpenAI-style JSON request body.
@@ -93,13 +450,20 @@ struct Metadata {
 /// - `allowed_model_region`: a string;
 /// - `metadata.session_id`: a string or a number;
 /// - required parameters: each of [`REQUIRED_PARAM_NAMES`] present and not `null`;
+/// - capabilities: [`RequestFacts::tools`] when `tools` is present and not `null`,
+///   [`RequestFacts::images`] when a message's `content` has an image part (`"type": "image_url"`
+///   or an `image_url` key), read without building `messages`;
 /// - routing overrides (LiteLLM request keys): `num_retries` (a non-negative integer),
 ///   `fallbacks` (a list of group names), `disable_fallbacks` (a boolean);
+/// - per-request timeouts (LiteLLM request keys, seconds, a positive number): `timeout` (else
+///   `request_timeout`) and `stream_timeout`, which win over the deployment's and the router's;
 /// - no client-side credentials: a top-level [`CLIENT_CREDENTIAL_KEYS`] entry that is not `null`
 ///   is refused, however its name is escaped.
 ///
 /// The input-token count is left empty: it is counted lazily by the first layer that needs it.
-/// Anything malformed or refused is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
+/// No part of the body is built as a `serde_json::Value`: a key of the wrong type is skipped from
+/// its first wrong element on, so what the probe allocates is bounded by what it keeps (the model,
+/// tags, fallbacks, a session id), never by the size of a key it refuses. Anything malformed or refused is a [`RouteErrorKind::InvalidRequest`] error naming the problem.
 ///
 /// ```
 /// use switchyard_layers::ctx::Endpoint;
@@ -113,6 +477,11 @@ struct Metadata {
 /// assert_eq!(facts.tags, ["eu"]);
 /// assert_eq!(facts.session.as_deref(), Some("s1"));
 /// assert_eq!(facts.required_params, ["tools"]);
+/// assert!(facts.tools && !facts.images);
+///
+/// let body = br#"{"model":"gpt-4o","messages":[{"role":"user","content":[
+///     {"type":"text","text":"what is this?"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}"#;
+/// assert!(facts_from_json(body, Endpoint::Chat)?.1.images);
 ///
 /// let body = br#"{"model":"gpt-4o","num_retries":0,"fallbacks":["gpt-4o-mini"],"disable_fallbacks":false}"#;
 /// let (_, facts) = facts_from_json(body, Endpoint::Chat)?;
@@ -157,71 +526,63 @@ pub(crate) fn read_facts(body: &[u8], endpoint: Endpoint) -> Result<(String, Req
 /// The facts of a parsed body, or the first malformed routing key.
 fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
     let model = match probe.model {
-        Some(Value::String(m)) if !m.trim().is_empty() => m,
-        Some(Value::String(_)) => return Err(invalid("`model` is empty")),
-        None | Some(Value::Null) => return Err(invalid("request has no `model`")),
-        Some(other) => return Err(invalid(format!("`model` must be a string, got {}", kind_of(&other)))),
+        Some(Shallow::Str(m)) if !m.trim().is_empty() => m,
+        Some(Shallow::Str(_)) => return Err(invalid("`model` is empty")),
+        None | Some(Shallow::Null) => return Err(invalid("request has no `model`")),
+        Some(other) => return Err(invalid(format!("`model` must be a string, got {}", other.kind()))),
     };
-    let stream = match probe.stream {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(other) => return Err(invalid(format!("`stream` must be a boolean, got {}", kind_of(&other)))),
-    };
+    let stream = read_bool(probe.stream, "stream")?;
     let (meta_tags, session) = match probe.metadata {
         Some(m) => (m.tags, m.session_id),
         None => (None, None),
     };
-    let tags = match meta_tags.filter(|t| !t.is_null()) {
-        Some(t) => read_tags(t, "metadata.tags")?,
+    let tags = match meta_tags.filter(|t| !matches!(t.0, Shallow::Null)) {
+        Some(t) => read_tags(t.0, "metadata.tags")?,
         None => match probe.tags {
-            Some(t) => read_tags(t, "tags")?,
+            Some(t) => read_tags(t.0, "tags")?,
             None => Vec::new(),
         },
     };
     let region = match probe.allowed_model_region {
-        None | Some(Value::Null) => None,
-        Some(Value::String(r)) => Some(r),
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::Str(r)) => Some(r),
         Some(other) => {
-            return Err(invalid(format!("`allowed_model_region` must be a string, got {}", kind_of(&other))));
+            return Err(invalid(format!("`allowed_model_region` must be a string, got {}", other.kind())));
         }
     };
     let session = match session {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(other) => {
-            return Err(invalid(format!("`metadata.session_id` must be a string, got {}", kind_of(&other))));
-        }
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::Str(s)) => Some(s),
+        Some(other) => match other.number() {
+            Some(n) => Some(n.to_string()),
+            None => return Err(invalid(format!("`metadata.session_id` must be a string, got {}", other.kind()))),
+        },
     };
 
     let num_retries = match probe.num_retries {
-        None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_u64().and_then(|v| u32::try_from(v).ok()) {
-            Some(v) => Some(v),
-            None => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {n}"))),
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::U64(v)) => match u32::try_from(v) {
+            Ok(v) => Some(v),
+            Err(_) => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {v}"))),
         },
-        Some(other) => return Err(invalid(format!("`num_retries` must be an integer, got {}", kind_of(&other)))),
+        Some(other) => match other.number() {
+            Some(n) => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {n}"))),
+            None => return Err(invalid(format!("`num_retries` must be an integer, got {}", other.kind()))),
+        },
     };
-    let fallbacks = match probe.fallbacks {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(items)) => Some(
-            items
-                .into_iter()
-                .map(|t| match t {
-                    Value::String(s) => Ok(s),
-                    other => Err(invalid(format!("`fallbacks` must hold group names, got {}", kind_of(&other)))),
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Some(other) => return Err(invalid(format!("`fallbacks` must be a list, got {}", kind_of(&other)))),
-    };
-    let disable_fallbacks = match probe.disable_fallbacks {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => b,
-        Some(other) => {
-            return Err(invalid(format!("`disable_fallbacks` must be a boolean, got {}", kind_of(&other))));
+    let fallbacks = match probe.fallbacks.map(|l| l.0) {
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::Strings(items)) => Some(items),
+        Some(Shallow::BadItem(item)) => {
+            return Err(invalid(format!("`fallbacks` must hold group names, got {}", item.kind())));
         }
+        Some(other) => return Err(invalid(format!("`fallbacks` must be a list, got {}", other.kind()))),
     };
+    let disable_fallbacks = read_bool(probe.disable_fallbacks, "disable_fallbacks")?;
+    // LiteLLM reads `timeout`, else `request_timeout`.
+    let timeout = read_seconds(probe.timeout, "timeout")?;
+    let request_timeout = read_seconds(probe.request_timeout, "request_timeout")?;
+    let stream_timeout = read_seconds(probe.stream_timeout, "stream_timeout")?;
 
     let mut facts = RequestFacts::new()
         .endpoint(endpoint)
@@ -231,44 +592,59 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         .session(session)
         .num_retries(num_retries)
         .fallbacks(fallbacks)
-        .disable_fallbacks(disable_fallbacks);
+        .disable_fallbacks(disable_fallbacks)
+        .timeout(timeout.or(request_timeout))
+        .stream_timeout(stream_timeout);
+    facts.tools = probe.tools.is_some();
+    facts.images = probe.messages.is_some_and(|m| m.images) || probe.input.is_some_and(|m| m.images);
+    facts.previous_response = match probe.previous_response_id {
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::Str(id)) if !id.is_empty() => Some(id),
+        Some(Shallow::Str(_)) => return Err(invalid("`previous_response_id` is empty")),
+        Some(other) => {
+            return Err(invalid(format!("`previous_response_id` must be a string, got {}", other.kind())));
+        }
+    };
     let present = [probe.response_format.is_some(), probe.tools.is_some()];
     facts.required_params =
         REQUIRED_PARAM_NAMES.iter().zip(present).filter(|(_, p)| *p).map(|(n, _)| (*n).to_owned()).collect();
     Ok((model, facts))
 }
 
-fn read_tags(value: Value, field: &str) -> Result<Vec<String>, RouteError> {
+fn read_bool(value: Option<Shallow>, field: &str) -> Result<bool, RouteError> {
     match value {
-        Value::Null => Ok(Vec::new()),
-        Value::String(s) => Ok(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()),
-        Value::Array(items) => items
-            .into_iter()
-            .map(|t| match t {
-                Value::String(s) => Ok(s),
-                other => Err(invalid(format!("`{field}` must hold strings, got {}", kind_of(&other)))),
-            })
-            .collect(),
-        other => Err(invalid(format!("`{field}` must be a list of strings, got {}", kind_of(&other)))),
+        None | Some(Shallow::Null) => Ok(false),
+        Some(Shallow::Bool(b)) => Ok(b),
+        Some(other) => Err(invalid(format!("`{field}` must be a boolean, got {}", other.kind()))),
     }
 }
 
-/// The JSON type of `v`, in serde's words (`a string`, `an integer`...).
-fn kind_of(v: &Value) -> String {
-    let unexpected = match v {
-        Value::Null => Unexpected::Unit,
-        Value::Bool(b) => Unexpected::Bool(*b),
-        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
-            (Some(u), _, _) => Unexpected::Unsigned(u),
-            (None, Some(i), _) => Unexpected::Signed(i),
-            (None, None, Some(f)) => Unexpected::Float(f),
-            (None, None, None) => Unexpected::Other("a number"),
-        },
-        Value::String(s) => Unexpected::Str(s),
-        Value::Array(_) => Unexpected::Seq,
-        Value::Object(_) => Unexpected::Map,
+fn read_tags(value: Shallow, field: &str) -> Result<Vec<String>, RouteError> {
+    match value {
+        Shallow::Null => Ok(Vec::new()),
+        Shallow::Str(s) => Ok(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect()),
+        Shallow::Strings(items) => Ok(items),
+        Shallow::BadItem(item) => Err(invalid(format!("`{field}` must hold strings, got {}", item.kind()))),
+        other => Err(invalid(format!("`{field}` must be a list of strings, got {}", other.kind()))),
+    }
+}
+
+/// A timeout in seconds: a positive number (fractions allowed) that fits a `Duration`.
+fn read_seconds(value: Option<Shallow>, field: &str) -> Result<Option<Duration>, RouteError> {
+    let seconds = match &value {
+        None | Some(Shallow::Null) => return Ok(None),
+        // u64 -> f64 rounds, and a timeout needs no more precision than that.
+        Some(Shallow::U64(u)) => *u as f64,
+        Some(Shallow::F64(f)) => *f,
+        Some(_) => f64::NAN,
     };
-    unexpected.to_string()
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        _ => {
+            let kind = value.as_ref().map_or_else(String::new, Shallow::kind);
+            Err(invalid(format!("`{field}` must be a positive number of seconds, got {kind}")))
+        }
+    }
 }
 
 fn invalid(message: impl Into<String>) -> RouteError {
@@ -320,6 +696,59 @@ mod tests {
     }
 
     #[test]
+    fn per_request_timeouts_are_read_as_positive_seconds_and_others_refused_naming_the_field() {
+        let read = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid");
+        let facts = read(br#"{"model":"m","timeout":30,"stream_timeout":2.5}"#);
+        assert_eq!(facts.1.timeout, Some(Duration::from_secs(30)));
+        assert_eq!(facts.1.stream_timeout, Some(Duration::from_millis(2500)));
+        let facts = read(br#"{"model":"m","request_timeout":0.25,"stream_timeout":null}"#);
+        assert_eq!((facts.1.timeout, facts.1.stream_timeout), (Some(Duration::from_millis(250)), None));
+        assert_eq!(read(br#"{"model":"m","timeout":7,"request_timeout":9}"#).1.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(read(br#"{"model":"m"}"#).1.timeout, None);
+        for (body, field) in [
+            (&br#"{"model":"m","timeout":0}"#[..], "`timeout`"),
+            (br#"{"model":"m","timeout":-1}"#, "`timeout`"),
+            (br#"{"model":"m","timeout":"30"}"#, "`timeout`"),
+            (br#"{"model":"m","timeout":1e300}"#, "`timeout`"),
+            (br#"{"model":"m","request_timeout":[1]}"#, "`request_timeout`"),
+            (br#"{"model":"m","stream_timeout":-0.5}"#, "`stream_timeout`"),
+            (br#"{"model":"m","stream_timeout":true}"#, "`stream_timeout`"),
+        ] {
+            let message = err(body);
+            assert!(message.contains(&format!("{field} must be a positive number of seconds")), "{message}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_type_is_reported_after_the_whole_body_is_checked() {
+        // Credentials, syntax and duplicates anywhere in the body come first, as when every field
+        // was built before being checked.
+        assert!(matches!(
+            read_facts(br#"{"model":"m","fallbacks":[0],"api_key":"k"}"#, Endpoint::Chat),
+            Err(FactsError::ClientCredential("api_key"))
+        ));
+        assert!(err(br#"{"model":"m","fallbacks":[0,{"a":]}"#).contains("not valid JSON"));
+        assert!(err(br#"{"model":"m","tags":[0],"tags":[1]}"#).contains("duplicate field `tags`"));
+        // The parser's nesting limit holds inside a skipped value.
+        let deep = format!(r#"{{"model":"m","fallbacks":[0,{}{}]}}"#, "[".repeat(200), "]".repeat(200));
+        assert!(err(deep.as_bytes()).contains("recursion limit"), "{}", err(deep.as_bytes()));
+        // Messages and types as before.
+        assert!(err(br#"{"model":"m","fallbacks":["a",null]}"#).contains("must hold group names, got unit value"));
+        assert!(err(br#"{"model":"m","fallbacks":"a"}"#).contains("`fallbacks` must be a list, got string \"a\""));
+        assert!(err(br#"{"model":"m","num_retries":-1}"#).contains("must be a non-negative integer, got -1"));
+        assert!(err(br#"{"model":"m","num_retries":1.5}"#).contains("must be a non-negative integer, got 1.5"));
+        assert!(err(br#"{"model":"m","num_retries":[]}"#).contains("must be an integer, got sequence"));
+        assert!(
+            err(br#"{"model":"m","metadata":{"tags":{"a":1}}}"#)
+                .contains("`metadata.tags` must be a list of strings, got map")
+        );
+        let (_, facts) =
+            facts_from_json(br#"{"model":"m","metadata":{"session_id":1.5,"tags":null},"tags":"t"}"#, Endpoint::Chat)
+                .expect("valid");
+        assert_eq!((facts.session.as_deref(), &facts.tags[..]), (Some("1.5"), &["t".to_owned()][..]));
+    }
+
+    #[test]
     fn top_level_tags_and_region_are_read() {
         let body = br#"{"model":"m","tags":"a, b,,","allowed_model_region":"eu","response_format":{"type":"json_object"},"tools":null}"#;
         let (_, facts) = facts_from_json(body, Endpoint::Chat).expect("valid");
@@ -328,6 +757,35 @@ mod tests {
         assert_eq!(facts.required_params, ["response_format"]);
         assert!(!facts.stream);
         assert!(facts.input_tokens.get().is_none());
+    }
+
+    #[test]
+    fn images_and_tools_are_seen_without_building_messages() {
+        let images = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.images;
+        assert!(images(br#"{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AA"}}]}]}"#));
+        assert!(images(br#"{"model":"m","messages":[{"role":"system","content":"s"},{"content":[{"text":"a","type":"text"},{"image_url":"https://x"}]}]}"#));
+        assert!(
+            images(br#"{"model":"m","messages":[{"content":[{"type":"image\u005furl"}]}]}"#),
+            "escaped like any string"
+        );
+        assert!(!images(br#"{"model":"m","messages":[{"role":"user","content":"an image_url in text"}]}"#));
+        assert!(!images(
+            br#"{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"image_url"}]}]}"#
+        ));
+        assert!(
+            !images(br#"{"model":"m","messages":[{"role":"user","name":"image_url","image_url":1}]}"#),
+            "not a content part"
+        );
+        // A malformed `messages` is the upstream's to refuse, not the probe's.
+        assert!(!images(br#"{"model":"m","messages":"hi"}"#));
+        assert!(!images(
+            br#"{"model":"m","messages":[1,null,[{"type":"image_url"}],{"content":{"type":"image_url"}}]}"#
+        ));
+        let (_, facts) =
+            facts_from_json(br#"{"model":"m","tools":[{"type":"function"}]}"#, Endpoint::Chat).expect("valid");
+        assert!(facts.tools && !facts.images);
+        let (_, facts) = facts_from_json(br#"{"model":"m","tools":null}"#, Endpoint::Chat).expect("valid");
+        assert!(!facts.tools);
     }
 
     #[test]

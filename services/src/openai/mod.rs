@@ -21,7 +21,6 @@ mod chat;
 mod embedding;
 mod error;
 mod facts;
-mod sse;
 pub(crate) mod wire;
 
 pub use chat::{ChatChoice, ChatChunk, ChatCompletion, ChatDelta, ChatMessage, ChatRequest, ChunkChoice, UsageBody};
@@ -29,4 +28,4 @@ pub use embedding::{Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsa
 pub use error::{ApiError, ErrorResponse};
 pub use facts::{CLIENT_CREDENTIAL_KEYS, REQUIRED_PARAM_NAMES, facts_from_json};
 pub(crate) use facts::{FactsError, client_credential_message, read_facts};
-pub use sse::{SseDecoder, SseError, SseEvent};
+pub use switchyard_dialects::sse::{SseDecoder, SseError, SseEvent};

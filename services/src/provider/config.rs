@@ -5,10 +5,14 @@ use std::{fmt, path::PathBuf, time::Duration};
 
 /// Settings shared by every attempt an [`HttpProvider`](super::HttpProvider) sends.
 ///
-/// Per-deployment values win over the router-level ones here: `Deployment::timeout` over
-/// [`timeout`](Self::timeout), `Deployment::stream_timeout` over
-/// [`stream_timeout`](Self::stream_timeout). Every attempt is also capped by the call's deadline
-/// (`RouteCtx::deadline`).
+/// Every attempt has a timeout. A request's own value (`RequestFacts::timeout`,
+/// `RequestFacts::stream_timeout`) wins over the deployment's (`Deployment::timeout`,
+/// `Deployment::stream_timeout`), which wins over the router-level ones here
+/// ([`timeout`](Self::timeout), [`stream_timeout`](Self::stream_timeout)); with none set, a
+/// non-streaming attempt gets [`DEFAULT_TIMEOUT`] (600 s) and a stream [`DEFAULT_STREAM_TIMEOUT`]
+/// (60 s to its first content chunk, then between two chunks). A stream with no stream timeout
+/// anywhere uses the attempt timeout when one is set (LiteLLM's order). Every attempt is also
+/// capped by the call's deadline (`RouteCtx::deadline`).
 ///
 /// ```
 /// use std::time::Duration;
@@ -25,12 +29,13 @@ use std::{fmt, path::PathBuf, time::Duration};
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProviderConfig {
-    /// Per-attempt timeout (the whole answer of a non-streaming request); a deployment's own
-    /// `timeout` wins. `None`: only the call's deadline bounds an attempt.
+    /// Per-attempt timeout (the whole answer of a non-streaming request); a deployment's or a
+    /// request's own `timeout` wins. `None`: [`DEFAULT_TIMEOUT`].
     pub timeout: Option<Duration>,
     /// For streams: the time to the first content chunk, and after it the longest gap between
-    /// two chunks; a deployment's own `stream_timeout` wins. When neither is set, the
-    /// per-attempt timeout plays this role.
+    /// two chunks; a deployment's or a request's own `stream_timeout` wins. When no stream
+    /// timeout is set anywhere, the per-attempt timeout plays this role if one is set, else
+    /// [`DEFAULT_STREAM_TIMEOUT`].
     pub stream_timeout: Option<Duration>,
     /// Non-streaming bodies, error bodies and single server-sent events larger than this fail
     /// the attempt (default 32 MiB).
@@ -47,6 +52,16 @@ pub struct ProviderConfig {
 
 /// Default for [`ProviderConfig::max_response_bytes`]: 32 MiB.
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The timeout of a non-streaming attempt when none is set ([`ProviderConfig::timeout`]):
+/// 600 seconds, LiteLLM's default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The bound on a stream's first content chunk, then on each gap between two chunks, when no
+/// timeout is set ([`ProviderConfig::stream_timeout`]): 60 seconds. A live upstream sends its
+/// first chunk (often just the role) within seconds and then chunks far more often than this;
+/// a dead one is left within a minute instead of ten.
+pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Default for [`ProviderConfig::connect_timeout`]: 10 seconds.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -84,8 +99,9 @@ impl Default for ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// The defaults: no router-level timeouts, 32 MiB responses, webpki roots, no proxy, 10 s
-    /// connect timeout.
+    /// The defaults: no router-level timeouts (attempts get [`DEFAULT_TIMEOUT`], streams
+    /// [`DEFAULT_STREAM_TIMEOUT`]), 32 MiB responses, webpki roots, no proxy, 10 s connect
+    /// timeout.
     pub fn new() -> Self {
         Self::default()
     }

@@ -7,7 +7,9 @@
 //! - **URL**: `api_base` (or the provider's default base, see [`SUPPORTED_PROVIDERS`]) plus
 //!   `/chat/completions`, `/completions` or `/embeddings`. A host-only `api_base`
 //!   (`http://vllm:8000`) gets `/v1`; a base with a path is used as given. Azure:
-//!   `{api_base}/openai/deployments/{name}/chat/completions?api-version={api_version}`.
+//!   `{api_base}/openai/deployments/{name}/chat/completions?api-version={api_version}`, the
+//!   name percent-encoded as one segment; an empty name or one holding a `.` / `..` segment (a
+//!   client's choice in an `azure/*` group) is refused as an invalid request, nothing sent.
 //! - **Headers**: only [`FORWARDED_HEADERS`] pass from the client (never its `authorization` or
 //!   `api-key`); the deployment's key goes as `Authorization: Bearer` (Azure: `api-key`), then
 //!   its `extra_headers`.
@@ -16,7 +18,9 @@
 //!   excluded), [`ROUTING_KEYS`] are removed, and a stream asks for
 //!   `stream_options.include_usage`.
 //!
-//! Non-2xx answers, connect failures (nothing sent: [`Outcome::Connect`]), broken exchanges
+//! Every answer and stream event that leaves has the deployment's credentials masked. Non-2xx
+//! answers, 2xx error envelopes (`{"error": ...}` without `choices` / `data` / `object`),
+//! connect failures (nothing sent: [`Outcome::Connect`]), broken exchanges
 //! ([`Outcome::Transport`]) and timeouts ([`Outcome::Timeout`]) are `Err(RouteError)` naming
 //! the deployment, with the upstream status, body and `Retry-After` when there is one. A
 //! streaming attempt resolves at its first content chunk; after that point, an upstream failure
@@ -58,15 +62,26 @@
 mod catalog;
 mod config;
 mod error;
+mod headers;
+mod members;
 mod request;
 mod response;
 mod service;
+#[cfg(feature = "bedrock")]
+mod sigv4;
 mod stream;
 mod transport;
+mod url;
+mod vertex;
 
 pub use catalog::{SUPPORTED_PROVIDERS, supports_provider};
-pub use config::{DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ProviderConfig};
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT, ProviderConfig,
+};
 pub use error::ProviderError;
-pub use request::{AZURE_DEFAULT_API_VERSION, CLIENT_PARAMS, FORWARDED_HEADERS, ROUTING_KEYS};
+pub use request::{
+    ANTHROPIC_DEFAULT_MAX_TOKENS, AZURE_DEFAULT_API_VERSION, AZURE_RESPONSES_API_VERSION, CLIENT_PARAMS,
+    CONNECTION_HEADERS, FORWARDED_HEADERS, ROUTING_KEYS,
+};
 pub use service::HttpProvider;
 pub use transport::HttpsTransport;

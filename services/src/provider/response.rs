@@ -1,17 +1,26 @@
 //! Classifying an attempt's result (status, error body, retry headers, transport errors) with
 //! the one classifier, and reading a whole (non-streaming) answer.
 
-use std::{error::Error as StdError, io, sync::Arc, time::Duration};
+use std::{borrow::Cow, error::Error as StdError, io, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use http_body::Body;
 use http_body_util::{BodyExt, Limited};
-use serde::Deserialize;
+use memchr::memmem;
+use serde::{Deserialize, de::IgnoredAny};
 use serde_json::Value;
+use std::time::SystemTime;
+
+use switchyard_dialects::{ErrorClass, anthropic, bedrock, chat, cohere, gemini, responses};
 use switchyard_layers::{
-    ApiKey, BoxError, Deployment, DeploymentId, Outcome, RouteBody, RouteError, Usage, outcome::classify,
+    ApiKey, BoxError, Deployment, DeploymentId, Outcome, ResponseId, RouteBody, RouteError, Usage, outcome::classify,
     redact::redact,
+};
+
+use super::{
+    catalog::{Route, Wire},
+    vertex::AccessToken,
 };
 
 /// Longest message kept from an upstream error.
@@ -27,6 +36,19 @@ pub(crate) struct AttemptInfo {
     pub(crate) max_bytes: usize,
     /// Longest gap between two chunks after a stream's commit point.
     pub(crate) gap: Option<Duration>,
+    /// The client's dialect and the deployment's.
+    pub(crate) route: Route,
+    /// A chat client asked for the usage chunk (`stream_options.include_usage`): without it the
+    /// usage chunk Switchyard always asks for is recorded but not sent on.
+    pub(crate) include_usage: bool,
+    /// The id of a Responses API answer translated from another dialect (`resp_...`).
+    pub(crate) response_id: Option<String>,
+    /// An operation on a stored response (read, delete, cancel), not a new answer.
+    pub(crate) operation: bool,
+    /// An embeddings request (answered in OpenAI's embeddings list).
+    pub(crate) embedding: bool,
+    /// The OAuth2 access token sent (Vertex AI), masked like the deployment's credentials.
+    pub(crate) access_token: Option<AccessToken>,
 }
 
 impl AttemptInfo {
@@ -36,12 +58,22 @@ impl AttemptInfo {
     }
 
     /// What the deployment sends upstream as credentials, any of which an upstream may echo:
-    /// its key, `azure_ad_token`, `organization` and the `extra_headers` values (at least 4 bytes
-    /// long; shorter ones would mask ordinary words). Read only on a failure.
+    /// its key, `azure_ad_token`, `organization`, the AWS keys, Vertex AI's credentials and the
+    /// access token sent, and the `extra_headers` values (at least 4 bytes long; shorter ones
+    /// would mask ordinary words).
     fn secrets(&self) -> Vec<&str> {
         let d = &*self.deployment;
         let mut out: Vec<&str> = d.api_key.iter().map(ApiKey::expose).collect();
-        out.extend(["azure_ad_token", "organization"].iter().filter_map(|k| d.params.get(*k)?.as_str()));
+        let credentials = [
+            "azure_ad_token",
+            "organization",
+            "aws_access_key_id",
+            "aws_secret_access_key",
+            "aws_session_token",
+            "vertex_credentials",
+        ];
+        out.extend(credentials.iter().filter_map(|k| d.params.get(*k)?.as_str()));
+        out.extend(self.access_token.as_ref().map(AccessToken::expose));
         if let Some(Value::Object(extra)) = d.params.get("extra_headers") {
             out.extend(extra.values().filter_map(Value::as_str));
         }
@@ -49,23 +81,15 @@ impl AttemptInfo {
         out
     }
 
-    /// `body` with every occurrence of the deployment's [`secrets`](Self::secrets) replaced by
-    /// `***`: as bytes, and in the strings of a JSON body however they are escaped
-    /// (`"\u0073k-..."` is the key to the edge, which reads the provider's error as JSON).
-    pub(crate) fn mask_secrets(&self, mut body: Bytes) -> Bytes {
-        let secrets = self.secrets();
-        for secret in &secrets {
-            body = mask_bytes(body, secret.as_bytes());
-        }
-        // Only a backslash can spell a secret in a way the bytes do not show.
-        if secrets.is_empty() || !body.contains(&b'\\') {
-            return body;
-        }
-        let Ok(mut value) = serde_json::from_slice::<Value>(&body) else {
-            return body;
-        };
-        let changed = secrets.iter().fold(false, |changed, secret| mask_strings(&mut value, secret) | changed);
-        if changed { serde_json::to_vec(&value).map_or(body, Bytes::from) } else { body }
+    /// The deployment's [`secrets`](Self::secrets), ready to be searched for in every body and
+    /// stream event that leaves the provider.
+    pub(crate) fn mask(&self) -> Mask {
+        Mask::new(&self.secrets())
+    }
+
+    /// `body` with the deployment's secrets masked; see [`Mask::bytes`].
+    pub(crate) fn mask_secrets(&self, body: Bytes) -> Bytes {
+        self.mask().bytes(body)
     }
 
     pub(crate) fn failure(&self, outcome: Outcome, text: &str) -> RouteError {
@@ -73,17 +97,93 @@ impl AttemptInfo {
     }
 }
 
-/// `body` with every occurrence of `key` replaced by `***`.
-fn mask_bytes(body: Bytes, key: &[u8]) -> Bytes {
-    if !body.windows(key.len()).any(|w| w == key) {
-        return body;
+/// The credentials of one deployment, searched for in what leaves the provider: every answer,
+/// error body and stream event, 2xx included (an upstream may echo the key it was sent in any of
+/// them). Each occurrence becomes `***`: as bytes, and in the strings of a JSON text however they
+/// are escaped (`"\u0073k-..."` is the key to whoever reads the JSON).
+///
+/// Cheap when nothing matches: one `memmem` search per secret, plus a `memchr` for a backslash;
+/// the JSON is parsed only when an escape could spell a secret (a `\u` escape, or any escape
+/// when a secret holds `/`, `"`, `\` or a control character).
+pub(crate) struct Mask {
+    finders: Vec<memmem::Finder<'static>>,
+    /// Whether a short escape (`\/`, `\"`, `\\`, `\t`, ...) could spell part of a secret.
+    short_escapes: bool,
+}
+
+impl Mask {
+    /// Masks nothing.
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
+        Self::new(&[])
     }
+
+    fn new(secrets: &[&str]) -> Self {
+        let short_escapes = secrets.iter().any(|s| s.chars().any(|c| matches!(c, '/' | '"' | '\\') || c.is_control()));
+        let finders = secrets.iter().map(|s| memmem::Finder::new(s.as_bytes()).into_owned()).collect();
+        Self { finders, short_escapes }
+    }
+
+    /// `body` masked as bytes, then in its JSON strings (when it is JSON and an escape could spell
+    /// a secret). The body is copied only when something was masked.
+    pub(crate) fn bytes(&self, body: Bytes) -> Bytes {
+        let body = self.raw(body);
+        match self.json(&body) {
+            Some(masked) => Bytes::from(masked),
+            None => body,
+        }
+    }
+
+    /// `text` (one event's data) with the secrets masked in its JSON strings when an escape could
+    /// spell one; raw occurrences are left to [`raw`](Self::raw) on the encoded event.
+    pub(crate) fn json_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.json(text.as_bytes()).map(String::from_utf8) {
+            Some(Ok(masked)) => Cow::Owned(masked),
+            _ => Cow::Borrowed(text),
+        }
+    }
+
+    /// `body` with every raw occurrence of a secret replaced by `***`.
+    pub(crate) fn raw(&self, mut body: Bytes) -> Bytes {
+        for finder in &self.finders {
+            body = mask_raw(body, finder);
+        }
+        body
+    }
+
+    /// The JSON text `body` re-serialized with the secrets masked in its strings and object keys,
+    /// or `None` when no escape could spell a secret, it is not JSON, or nothing changed.
+    fn json(&self, body: &[u8]) -> Option<Vec<u8>> {
+        if self.finders.is_empty() || memchr::memchr(b'\\', body).is_none() {
+            return None;
+        }
+        if !self.short_escapes && memmem::find(body, b"\\u").is_none() {
+            return None;
+        }
+        let mut value = serde_json::from_slice::<Value>(body).ok()?;
+        let mut changed = false;
+        for finder in &self.finders {
+            let secret = std::str::from_utf8(finder.needle()).ok()?;
+            changed |= mask_strings(&mut value, secret);
+        }
+        if changed { serde_json::to_vec(&value).ok() } else { None }
+    }
+}
+
+/// `body` with every occurrence of `finder`'s needle replaced by `***`.
+fn mask_raw(body: Bytes, finder: &memmem::Finder<'_>) -> Bytes {
+    let Some(first) = finder.find(&body) else {
+        return body;
+    };
+    let len = finder.needle().len();
     let mut out = Vec::with_capacity(body.len());
-    let mut rest = &body[..];
-    while let Some(at) = rest.windows(key.len()).position(|w| w == key) {
+    out.extend_from_slice(&body[..first]);
+    out.extend_from_slice(b"***");
+    let mut rest = &body[first + len..];
+    while let Some(at) = finder.find(rest) {
         out.extend_from_slice(&rest[..at]);
         out.extend_from_slice(b"***");
-        rest = &rest[at + key.len()..];
+        rest = &rest[at + len..];
     }
     out.extend_from_slice(rest);
     Bytes::from(out)
@@ -173,8 +273,30 @@ where
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
     };
-    let classified = classify(status, headers, &body);
-    let mut outcome = classified.outcome;
+    let (mut outcome, retry_after) = match info.route.egress {
+        Wire::Anthropic => anthropic_classified(status.as_u16(), headers, &body),
+        Wire::Gemini => {
+            let outcome = class_outcome(gemini::classify_error(status.as_u16(), &body));
+            let wait = switchyard_layers::outcome::retry_after(headers, SystemTime::now())
+                .or_else(|| gemini::retry_after(&body).filter(|_| outcome == Outcome::RateLimited));
+            (outcome, wait)
+        }
+        Wire::Cohere => {
+            let outcome = class_outcome(cohere::classify_error(status.as_u16(), &body));
+            (outcome, switchyard_layers::outcome::retry_after(headers, SystemTime::now()))
+        }
+        Wire::Bedrock => {
+            let kind = headers.get("x-amzn-errortype").and_then(|v| v.to_str().ok());
+            // `ThrottlingException:http://internal.amazon.com/...`: the type is before the colon.
+            let kind = kind.map(|k| k.split(':').next().unwrap_or(k));
+            let outcome = class_outcome(bedrock::classify_error(status.as_u16(), kind, &body));
+            (outcome, switchyard_layers::outcome::retry_after(headers, SystemTime::now()))
+        }
+        Wire::OpenAi | Wire::Responses => {
+            let classified = classify(status, headers, &body);
+            (classified.outcome, classified.retry_after)
+        }
+    };
     let detail = error_message(&body).unwrap_or_default();
     if outcome.is_success() {
         // A redirect (3xx): the `api_base` points at the wrong place.
@@ -188,10 +310,38 @@ where
     // logs: an upstream that echoes the key it was sent must not have it carried further.
     let body = info.mask_secrets(body);
     let mut err = info.failure(outcome, &text).with_upstream_response(status, body);
-    if let Some(wait) = classified.retry_after {
+    if let Some(wait) = retry_after {
         err = err.with_retry_after(wait);
     }
     err
+}
+
+/// An Anthropic error answer classified by the dialect (`error.type`, the status and the
+/// message), with the wait from `retry-after` or the `anthropic-ratelimit-*-reset` instants.
+fn anthropic_classified(status: u16, headers: &HeaderMap, body: &[u8]) -> (Outcome, Option<Duration>) {
+    let outcome = class_outcome(anthropic::classify_error(status, body));
+    let now = SystemTime::now();
+    let retry_after = switchyard_layers::outcome::retry_after(headers, now).or_else(|| {
+        // The reset instants say when the window opens again; only a rate limit waits for them.
+        (outcome == Outcome::RateLimited).then(|| anthropic::retry_after(headers, now)).flatten()
+    });
+    (outcome, retry_after)
+}
+
+/// The one outcome class of each dialect's error class.
+pub(crate) fn class_outcome(class: ErrorClass) -> Outcome {
+    use ErrorClass as C;
+    match class {
+        C::RateLimited => Outcome::RateLimited,
+        C::ContextWindowExceeded => Outcome::ContextWindowExceeded,
+        C::ContentPolicy => Outcome::ContentPolicy,
+        C::Auth => Outcome::Auth,
+        C::NotFound => Outcome::NotFound,
+        C::Timeout => Outcome::Timeout,
+        C::Overloaded | C::ServerError => Outcome::ServerError,
+        C::BadRequest | C::RequestTooLarge => Outcome::BadRequest,
+        _ => Outcome::ServerError,
+    }
 }
 
 /// `error.message`, a string `error`, or a top-level `message` of an error body.
@@ -205,10 +355,71 @@ pub(crate) fn error_message(body: &[u8]) -> Option<String> {
     text.map(str::to_owned)
 }
 
+/// The parts of a 2xx answer that matter here: its usage, and whether it is an error envelope.
 #[derive(Deserialize)]
 struct Answer {
     #[serde(default)]
     usage: Option<UsageProbe>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    choices: Option<IgnoredAny>,
+    #[serde(default)]
+    data: Option<IgnoredAny>,
+    #[serde(default)]
+    object: Option<IgnoredAny>,
+}
+
+impl Answer {
+    /// The `error` of a 2xx body that is an error envelope rather than an answer: a JSON object
+    /// whose `error` is an object or a non-empty string, with no (non-null) `choices`, `data` or
+    /// `object`, which every chat, completion and embedding answer has. An answer that also
+    /// carries an `error` member stays an answer.
+    fn error_envelope(&self) -> Option<&Value> {
+        if self.choices.is_some() || self.data.is_some() || self.object.is_some() {
+            return None;
+        }
+        self.error.as_ref().filter(|e| match e {
+            Value::Object(_) => true,
+            Value::String(s) => !s.is_empty(),
+            _ => false,
+        })
+    }
+}
+
+/// The status an error envelope stands for when the HTTP status says nothing (a 2xx answer, an
+/// in-stream error event): a 4xx/5xx number in `error.code` or `error.status` (a JSON number or a
+/// numeric string), else one of the well-known `code` / `type` words (`invalid_api_key`,
+/// `authentication_error`: 401; `permission_error`: 403; `model_not_found`: 404;
+/// `rate_limit_exceeded`, `rate_limit_error`: 429), else 500. [`classify`] then reads the body's
+/// codes as for any error answer (`context_length_exceeded`, `content_filter`, ... win).
+pub(crate) fn envelope_status(error: &Value) -> StatusCode {
+    let numeric = [error.get("code"), error.get("status")].into_iter().flatten().find_map(|v| {
+        let n = match v {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }?;
+        let status = StatusCode::from_u16(u16::try_from(n).ok()?).ok()?;
+        (status.is_client_error() || status.is_server_error()).then_some(status)
+    });
+    if let Some(status) = numeric {
+        return status;
+    }
+    let words = [error.get("code"), error.get("type")].into_iter().flatten().filter_map(Value::as_str);
+    for word in words {
+        let status = match word {
+            "invalid_api_key" | "authentication_error" | "invalid_authentication" | "unauthorized" => {
+                StatusCode::UNAUTHORIZED
+            }
+            "permission_error" | "permission_denied" | "PermissionDenied" => StatusCode::FORBIDDEN,
+            "model_not_found" | "not_found_error" | "DeploymentNotFound" => StatusCode::NOT_FOUND,
+            "rate_limit_exceeded" | "rate_limit_error" | "RateLimitExceeded" => StatusCode::TOO_MANY_REQUESTS,
+            _ => continue,
+        };
+        return status;
+    }
+    StatusCode::INTERNAL_SERVER_ERROR
 }
 
 /// `usage` of a completion, a stream chunk, or an embedding answer (no completion tokens).
@@ -226,11 +437,20 @@ impl UsageProbe {
     }
 }
 
-/// A whole 2xx answer: read (bounded), its usage parsed, returned as JSON with status 200.
+/// A whole 2xx answer: read (bounded), its usage parsed, the deployment's secrets masked,
+/// returned as JSON with status 200.
 ///
-/// A completion whose `finish_reason` is `content_filter` is still a success: the upstream
-/// answered, and what to do about a filtered answer is the caller's decision.
-pub(crate) async fn whole<B>(info: &AttemptInfo, body: B) -> Result<http::Response<RouteBody>, RouteError>
+/// A 2xx body that is an error envelope ([`Answer::error_envelope`]) is the failure it
+/// describes: classified from the envelope as the same body under the status it stands for
+/// ([`envelope_status`]) would be. A completion whose `finish_reason` is `content_filter` is
+/// still a success: the upstream answered, and what to do about a filtered answer is the
+/// caller's decision.
+pub(crate) async fn whole<B>(
+    info: &AttemptInfo,
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: B,
+) -> Result<http::Response<RouteBody>, RouteError>
 where
     B: Body<Data = Bytes>,
     B::Error: Into<BoxError>,
@@ -243,15 +463,206 @@ where
         }
         Err(e) => return Err(transport_error(info, e)),
     };
-    let answer: Answer = serde_json::from_slice(&bytes)
-        .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not a JSON object: {e}")))?;
-    let mut body = RouteBody::from(bytes);
-    if let Some(usage) = answer.usage.as_ref().and_then(UsageProbe::usage) {
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let route = info.route;
+    // The answer in the hub (chat completions) unless it passes through, with its usage.
+    let (bytes, usage, mut response_id) = match route.egress {
+        // A token count or a stored response's operation: the upstream's answer as it is.
+        _ if info.operation && route.egress == Wire::Anthropic => (bytes, None, None),
+        Wire::OpenAi => {
+            let usage = chat_answer(info, status, headers, &bytes)?;
+            (bytes, usage, None)
+        }
+        Wire::Anthropic => {
+            let message = anthropic_message(info, status, headers, &bytes)?;
+            let usage = Usage::new(message.usage.prompt_tokens(), message.usage.output_tokens);
+            if route.is_passthrough() {
+                (bytes, Some(usage), None)
+            } else {
+                let completion = anthropic::chat_from_response(message, now);
+                (encode_answer(info, &completion)?, Some(usage), None)
+            }
+        }
+        Wire::Responses => {
+            let (usage, id) = responses_answer(info, status, headers, &bytes)?;
+            (bytes, usage, id)
+        }
+        Wire::Gemini | Wire::Cohere | Wire::Bedrock => {
+            let (bytes, usage) = translated_answer(info, &bytes, now)?;
+            (bytes, usage, None)
+        }
+    };
+    // The hub answer in the client's dialect.
+    let bytes = match (route.ingress, route.is_passthrough()) {
+        (Wire::Anthropic, false) => {
+            let completion = hub_answer(info, &bytes)?;
+            encode_answer(info, &anthropic::response_from_chat(completion))?
+        }
+        (Wire::Responses, false) => {
+            let completion = hub_answer(info, &bytes)?;
+            let id = info.response_id.clone().unwrap_or_else(|| format!("resp_{}", completion.id));
+            let answer = responses::response_from_chat(completion, &id, now);
+            response_id = Some(id);
+            encode_answer(info, &answer)?
+        }
+        _ => bytes,
+    };
+    let mut body = RouteBody::from(info.mask_secrets(bytes));
+    if let Some(usage) = usage {
         body = body.with_usage(usage);
     }
     let mut resp = http::Response::new(body);
     resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(id) = response_id.filter(|_| !info.operation) {
+        resp.extensions_mut().insert(ResponseId::new(id));
+    }
     Ok(resp)
+}
+
+/// A whole 2xx answer of a dialect that is always translated (Gemini, Cohere): the hub answer
+/// (a chat completion, or OpenAI's embeddings list) and its usage, or the failure it describes (a
+/// blocked prompt, an error finish).
+fn translated_answer(info: &AttemptInfo, bytes: &[u8], now: u64) -> Result<(Bytes, Option<Usage>), RouteError> {
+    let model = info.deployment.model.split_once('/').map_or(&*info.deployment.model, |(_, m)| m).to_owned();
+    let not_an_answer =
+        |e: serde_json::Error| info.failure(Outcome::Transport, &format!("answer is not readable: {e}"));
+    let completion = match info.route.egress {
+        Wire::Gemini if info.embedding => {
+            let answer = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            return Ok((encode_answer(info, &gemini::openai_embeddings_from(answer, &model))?, None));
+        }
+        Wire::Cohere if info.embedding => {
+            let answer = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            return Ok((encode_answer(info, &cohere::openai_embeddings_from(answer, &model))?, None));
+        }
+        Wire::Bedrock if info.embedding => {
+            let answer: Value = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            let id = super::url::bedrock_model_id(&info.deployment.model);
+            let list = bedrock::openai_embeddings_from(id, &[answer])
+                .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not readable: {e}")))?;
+            return Ok((encode_answer(info, &list)?, None));
+        }
+        Wire::Bedrock => {
+            let answer: bedrock::ConverseResponse = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            bedrock::chat_from_response(answer, super::url::bedrock_model_id(&info.deployment.model), now)
+        }
+        Wire::Gemini => {
+            let answer: gemini::GenerateContentResponse = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            if let Some(reason) = gemini::blocked(&answer) {
+                return Err(info.failure(Outcome::ContentPolicy, &format!("the prompt was blocked: {reason}")));
+            }
+            gemini::chat_from_response(answer, &model, now)
+        }
+        _ => {
+            let answer: cohere::ChatV2Response = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            if let Some((class, message)) = cohere::response_error(&answer) {
+                return Err(info.failure(class_outcome(class), &format!("upstream failed the answer: {message}")));
+            }
+            let mut completion = cohere::chat_from_response(answer, now);
+            completion.model = model;
+            completion
+        }
+    };
+    let usage = completion.usage.as_ref().map(|u| Usage::new(u.prompt_tokens, u.completion_tokens));
+    Ok((encode_answer(info, &completion)?, usage))
+}
+
+/// A whole 2xx chat completion, completion or embedding answer: its usage, or the failure of a
+/// body that is an error envelope ([`Answer::error_envelope`]), classified from the envelope as
+/// the same body under the status it stands for ([`envelope_status`]) would be.
+fn chat_answer(
+    info: &AttemptInfo,
+    status: StatusCode,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<Option<Usage>, RouteError> {
+    let answer: Answer = serde_json::from_slice(bytes)
+        .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not a JSON object: {e}")))?;
+    // serde reads a struct from a JSON array too; an envelope is an object.
+    if bytes.trim_ascii_start().first() == Some(&b'{')
+        && let Some(error) = answer.error_envelope()
+    {
+        let classified = classify(envelope_status(error), headers, bytes);
+        let detail = error_message(bytes).unwrap_or_default();
+        let text = format!("upstream answered {status} with an error: {detail}");
+        let mut err = info.failure(classified.outcome, &text);
+        if let Some(wait) = classified.retry_after {
+            err = err.with_retry_after(wait);
+        }
+        return Err(err);
+    }
+    Ok(answer.usage.as_ref().and_then(UsageProbe::usage))
+}
+
+/// A whole 2xx Responses API answer: its usage and id, or the failure of a body that carries an
+/// `error` (a failed response) instead of an answer.
+fn responses_answer(
+    info: &AttemptInfo,
+    status: StatusCode,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<(Option<Usage>, Option<String>), RouteError> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        id: Option<String>,
+        #[serde(default)]
+        status: Option<String>,
+        #[serde(default)]
+        error: Option<Value>,
+    }
+    let probe: Probe = serde_json::from_slice(bytes)
+        .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not a JSON object: {e}")))?;
+    let error = probe.error.as_ref().filter(|e| e.is_object());
+    if let Some(error) = error.filter(|_| probe.status.as_deref() != Some("completed")) {
+        let classified = classify(envelope_status(error), headers, bytes);
+        let detail = error_message(bytes).unwrap_or_default();
+        let mut err = info.failure(classified.outcome, &format!("upstream answered {status} with an error: {detail}"));
+        if let Some(wait) = classified.retry_after {
+            err = err.with_retry_after(wait);
+        }
+        return Err(err);
+    }
+    let usage = responses::usage_of(bytes).map(|(input, output)| Usage::new(input, output));
+    Ok((usage, probe.id))
+}
+
+/// A hub answer read back for translation into the client's dialect.
+fn hub_answer(info: &AttemptInfo, bytes: &[u8]) -> Result<chat::ChatCompletion, RouteError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not a chat completion: {e}")))
+}
+
+fn encode_answer<T: serde::Serialize>(info: &AttemptInfo, answer: &T) -> Result<Bytes, RouteError> {
+    serde_json::to_vec(answer)
+        .map(Bytes::from)
+        .map_err(|e| info.failure(Outcome::Transport, &format!("cannot encode the translated answer: {e}")))
+}
+
+/// A whole 2xx Anthropic answer. A 2xx body that is an Anthropic error (`{"type":"error",...}`)
+/// is the failure it describes; one that is no message at all is a broken exchange.
+fn anthropic_message(
+    info: &AttemptInfo,
+    status: StatusCode,
+    headers: &HeaderMap,
+    bytes: &[u8],
+) -> Result<anthropic::MessagesResponse, RouteError> {
+    match serde_json::from_slice::<anthropic::MessagesResponse>(bytes) {
+        Ok(message) => Ok(message),
+        Err(e) => {
+            if serde_json::from_slice::<anthropic::ErrorResponse>(bytes).is_ok() {
+                // No error status: classified from the error's `type` and message alone.
+                let (outcome, retry_after) = anthropic_classified(0, headers, bytes);
+                let detail = error_message(bytes).unwrap_or_default();
+                let mut err = info.failure(outcome, &format!("upstream answered {status} with an error: {detail}"));
+                if let Some(wait) = retry_after {
+                    err = err.with_retry_after(wait);
+                }
+                return Err(err);
+            }
+            Err(info.failure(Outcome::Transport, &format!("answer is not an Anthropic message: {e}")))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -274,8 +685,18 @@ mod tests {
             .param("extra_headers", serde_json::json!({ "x-tenant": "tenant-secret" }))
             .build()
             .expect("valid deployment");
-        let info =
-            AttemptInfo { id: DeploymentId::new("d"), deployment: Arc::new(deployment), max_bytes: 1024, gap: None };
+        let info = AttemptInfo {
+            id: DeploymentId::new("d"),
+            deployment: Arc::new(deployment),
+            max_bytes: 1024,
+            gap: None,
+            route: Route { ingress: Wire::OpenAi, egress: Wire::OpenAi },
+            include_usage: false,
+            response_id: None,
+            operation: false,
+            embedding: false,
+            access_token: None,
+        };
         assert!(!info.message("bad key k-123-secret given").contains("k-123-secret"));
         assert!(!info.message("tenant tenant-secret unknown").contains("tenant-secret"));
         let body = info.mask_secrets(Bytes::from_static(b"{\"error\":\"k-123-secret, k-123-secret!\"}"));

@@ -12,14 +12,19 @@ use bytes::Bytes;
 use futures_util::future::{BoxFuture, poll_fn};
 use http_body::Body;
 use http_body_util::Full;
-use switchyard_layers::{BoxError, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind, ctx::Endpoint};
+use rand::{RngCore, SeedableRng, rngs::SmallRng};
+use switchyard_layers::{
+    BoxError, Deployment, Outcome, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, ctx::Endpoint,
+};
 use tokio::time::Instant;
 use tower_service::Service;
 
 use super::{
-    HttpsTransport, ProviderConfig, ProviderError, request,
+    DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT, HttpsTransport, ProviderConfig, ProviderError,
+    catalog::Wire,
+    request,
     response::{self, AttemptInfo},
-    stream,
+    stream, vertex,
 };
 
 /// The provider `Service` for OpenAI-compatible APIs and Azure OpenAI. See the
@@ -31,11 +36,13 @@ use super::{
 pub struct HttpProvider<T = HttpsTransport> {
     transport: T,
     config: Arc<ProviderConfig>,
+    /// Vertex AI access tokens, one source per credential, shared by every clone.
+    tokens: Arc<vertex::Tokens>,
 }
 
 impl<T: Clone> Clone for HttpProvider<T> {
     fn clone(&self) -> Self {
-        Self { transport: self.transport.clone(), config: self.config.clone() }
+        Self { transport: self.transport.clone(), config: self.config.clone(), tokens: self.tokens.clone() }
     }
 }
 
@@ -59,7 +66,7 @@ impl<T> HttpProvider<T> {
     /// timeout) are the transport's business and are not applied here; timeouts and size
     /// limits are.
     pub fn with_transport(transport: T, config: ProviderConfig) -> Self {
-        Self { transport, config: Arc::new(config) }
+        Self { transport, config: Arc::new(config), tokens: Arc::default() }
     }
 
     /// The configuration.
@@ -110,17 +117,30 @@ where
         };
         let facts = ctx.facts();
         let stream = facts.stream && facts.endpoint != Endpoint::Embedding;
-        let upstream = match request::build(&deployment, facts, &parts.headers, &body) {
-            Ok(upstream) => upstream,
+        let built = match request::build(&deployment, facts, ctx.drop_previous_response, &parts.headers, &body) {
+            Ok(built) => built,
             Err(e) => return Box::pin(std::future::ready(Err(e.into()))),
         };
-        let bound = Bound::of(&self.config, &deployment, ctx.deadline, stream);
+        let upstream = built.request;
+        let bound = Bound::of(&self.config, &deployment, facts, ctx.deadline, stream);
+        // A Responses answer translated from another dialect gets an id of its own.
+        let response_id = (built.route.ingress == Wire::Responses && !built.route.is_passthrough()).then(|| {
+            let mut rng = SmallRng::from_os_rng();
+            format!("resp_{:016x}{:016x}", rng.next_u64(), rng.next_u64())
+        });
         let info = AttemptInfo {
             id: deployment.id.clone(),
             deployment: deployment.clone(),
             max_bytes: self.config.max_response_bytes,
             gap: bound.gap,
+            route: built.route,
+            include_usage: built.include_usage,
+            response_id,
+            operation: matches!(facts.endpoint, Endpoint::ResponseOp(_) | Endpoint::CountTokens),
+            embedding: facts.endpoint == Endpoint::Embedding,
+            access_token: None,
         };
+        let tokens = built.oauth.then(|| self.tokens.clone());
         let clone = self.transport.clone();
         let transport = std::mem::replace(&mut self.transport, clone);
         Box::pin(async move {
@@ -129,7 +149,7 @@ where
             if ctx_deadline_passed(bound.deadline, start) {
                 return Err(response::timeout(&info, "the call's deadline passed before the attempt").into());
             }
-            let exchange = exchange(transport, upstream, info.clone(), stream);
+            let exchange = exchange(transport, tokens, upstream, info.clone(), stream);
             let result = match at {
                 Some(at) => match tokio::time::timeout_at(at, exchange).await {
                     Ok(result) => result,
@@ -142,11 +162,13 @@ where
     }
 }
 
-/// Sends the request and reads the answer: whole, or up to a stream's first content chunk.
+/// Authorizes the request when it needs an access token (within the attempt's time bound),
+/// sends it and reads the answer: whole, or up to a stream's first content chunk.
 async fn exchange<T, B>(
     mut transport: T,
-    req: http::Request<Full<Bytes>>,
-    info: AttemptInfo,
+    tokens: Option<Arc<vertex::Tokens>>,
+    mut req: http::Request<Full<Bytes>>,
+    mut info: AttemptInfo,
     stream: bool,
 ) -> Result<http::Response<RouteBody>, RouteError>
 where
@@ -155,20 +177,32 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    if let Some(tokens) = tokens {
+        vertex::authorize(&tokens, &mut req, &mut info).await?;
+    }
     poll_fn(|cx| transport.poll_ready(cx)).await.map_err(|e| response::transport_error(&info, e.into()))?;
     let resp = transport.call(req).await.map_err(|e| response::transport_error(&info, e.into()))?;
     let (parts, body) = resp.into_parts();
     if !parts.status.is_success() {
-        return Err(response::status_error(&info, parts.status, &parts.headers, body).await);
+        let mut err = response::status_error(&info, parts.status, &parts.headers, body).await;
+        if info.operation && parts.status == http::StatusCode::NOT_FOUND {
+            // No such stored response: the client's mistake, not the deployment's.
+            err = err.with_outcome(Outcome::BadRequest);
+        }
+        return Err(err);
     }
-    if stream { stream::commit(info, body).await } else { response::whole(&info, body).await }
+    if stream {
+        stream::commit(info, body).await
+    } else {
+        response::whole(&info, parts.status, &parts.headers, body).await
+    }
 }
 
 /// The time bounds of one attempt.
 #[derive(Clone, Copy, Debug)]
 struct Bound {
     /// Whole answer (non-stream) or first content chunk (stream).
-    limit: Option<Duration>,
+    limit: Duration,
     /// The call's deadline.
     deadline: Option<Instant>,
     /// After a stream's commit point: the longest gap between chunks.
@@ -176,16 +210,36 @@ struct Bound {
 }
 
 impl Bound {
-    /// Deployment values win over the router's; streams use `stream_timeout`, else `timeout`.
-    fn of(config: &ProviderConfig, d: &Deployment, deadline: Option<Instant>, stream: bool) -> Self {
-        let timeout = d.timeout.or(config.timeout);
-        let stream_timeout = d.stream_timeout.or(config.stream_timeout).or(timeout);
-        let limit = if stream { stream_timeout } else { timeout };
-        Self { limit, deadline, gap: stream.then_some(stream_timeout).flatten() }
+    /// The request's values win over the deployment's, which win over the router's, which win
+    /// over the defaults. Streams use the first `stream_timeout` set, else the first `timeout`
+    /// set (LiteLLM's order), else [`DEFAULT_STREAM_TIMEOUT`].
+    ///
+    /// A request may shorten the operator's bound (the deployment's, else the router's, else the
+    /// default), never lengthen it: a client asking for a year would otherwise switch the
+    /// attempt timeout off.
+    fn of(
+        config: &ProviderConfig,
+        d: &Deployment,
+        facts: &RequestFacts,
+        deadline: Option<Instant>,
+        stream: bool,
+    ) -> Self {
+        let operator_timeout = d.timeout.or(config.timeout);
+        let timeout = facts.timeout.or(operator_timeout);
+        let limit = if stream {
+            let operator_stream = d.stream_timeout.or(config.stream_timeout);
+            let operator = operator_stream.or(operator_timeout).unwrap_or(DEFAULT_STREAM_TIMEOUT);
+            facts.stream_timeout.or(operator_stream).or(timeout).map_or(operator, |asked| asked.min(operator))
+        } else {
+            let operator = operator_timeout.unwrap_or(DEFAULT_TIMEOUT);
+            timeout.map_or(operator, |asked| asked.min(operator))
+        };
+        Self { limit, deadline, gap: stream.then_some(limit) }
     }
 
     fn at(&self, start: Instant) -> Option<Instant> {
-        let own = self.limit.and_then(|l| start.checked_add(l));
+        // A limit too far away to add is no limit (a request may ask for any number of seconds).
+        let own = start.checked_add(self.limit);
         match (own, self.deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -194,9 +248,10 @@ impl Bound {
 
     fn expired(&self, stream: bool) -> String {
         let what = if stream { "no content from the upstream" } else { "no answer from the upstream" };
-        match self.limit {
-            Some(limit) if self.deadline.is_none_or(|d| Instant::now() < d) => format!("{what} within {limit:?}"),
-            _ => format!("{what} before the call's deadline"),
+        if self.deadline.is_none_or(|d| Instant::now() < d) {
+            format!("{what} within {:?}", self.limit)
+        } else {
+            format!("{what} before the call's deadline")
         }
     }
 }
@@ -226,13 +281,60 @@ mod tests {
 
     #[test]
     fn deployment_timeouts_win_and_streams_fall_back_to_the_attempt_timeout() {
+        let facts = RequestFacts::new();
         let config = ProviderConfig::default().timeout(Duration::from_secs(30));
         let d = Deployment::builder("g", "m").timeout(Duration::from_secs(5)).build().expect("valid");
-        let b = Bound::of(&config, &d, None, true);
-        assert_eq!((b.limit, b.gap), (Some(Duration::from_secs(5)), Some(Duration::from_secs(5))));
+        let b = Bound::of(&config, &d, &facts, None, true);
+        assert_eq!((b.limit, b.gap), (Duration::from_secs(5), Some(Duration::from_secs(5))));
         let config = config.stream_timeout(Duration::from_secs(2));
-        let b = Bound::of(&config, &d, None, true);
-        assert_eq!((b.limit, b.gap), (Some(Duration::from_secs(2)), Some(Duration::from_secs(2))));
-        assert_eq!(Bound::of(&config, &d, None, false).limit, Some(Duration::from_secs(5)));
+        let b = Bound::of(&config, &d, &facts, None, true);
+        assert_eq!((b.limit, b.gap), (Duration::from_secs(2), Some(Duration::from_secs(2))));
+        assert_eq!(Bound::of(&config, &d, &facts, None, false).limit, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn every_attempt_has_a_timeout_by_default_and_the_request_may_shorten_it() {
+        let d = Deployment::builder("g", "m").build().expect("valid");
+        let none = RequestFacts::new();
+        let config = ProviderConfig::default();
+        assert_eq!(Bound::of(&config, &d, &none, None, false).limit, DEFAULT_TIMEOUT);
+        let b = Bound::of(&config, &d, &none, None, true);
+        assert_eq!((b.limit, b.gap), (DEFAULT_STREAM_TIMEOUT, Some(DEFAULT_STREAM_TIMEOUT)));
+        let d = d.to_builder().timeout(Duration::from_secs(5)).stream_timeout(Duration::from_secs(4)).build();
+        let d = d.expect("valid");
+        let asks =
+            RequestFacts::new().timeout(Some(Duration::from_secs(9))).stream_timeout(Some(Duration::from_secs(3)));
+        assert_eq!(Bound::of(&config, &d, &asks, None, false).limit, Duration::from_secs(5));
+        assert_eq!(Bound::of(&config, &d, &asks, None, true).limit, Duration::from_secs(3));
+        let shorter =
+            RequestFacts::new().timeout(Some(Duration::from_secs(2))).stream_timeout(Some(Duration::from_secs(1)));
+        assert_eq!(Bound::of(&config, &d, &shorter, None, false).limit, Duration::from_secs(2));
+        assert_eq!(Bound::of(&config, &d, &shorter, None, true).limit, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_request_can_shorten_the_operators_timeouts_but_never_lengthen_them() {
+        let forever = Duration::from_secs(1_000_000_000_000_000);
+        let asks = RequestFacts::new().timeout(Some(forever)).stream_timeout(Some(forever));
+        let bare = Deployment::builder("g", "m").build().expect("valid");
+        // No operator value: the defaults cap.
+        let none = ProviderConfig::default();
+        assert_eq!(Bound::of(&none, &bare, &asks, None, false).limit, DEFAULT_TIMEOUT);
+        assert_eq!(Bound::of(&none, &bare, &asks, None, true).limit, DEFAULT_STREAM_TIMEOUT);
+        // The router's values cap.
+        let router = ProviderConfig::default().timeout(Duration::from_secs(30)).stream_timeout(Duration::from_secs(8));
+        assert_eq!(Bound::of(&router, &bare, &asks, None, false).limit, Duration::from_secs(30));
+        let b = Bound::of(&router, &bare, &asks, None, true);
+        assert_eq!((b.limit, b.gap), (Duration::from_secs(8), Some(Duration::from_secs(8))));
+        // The deployment's values cap, even when longer than the router's.
+        let d = bare.to_builder().timeout(Duration::from_secs(45)).stream_timeout(Duration::from_secs(12));
+        let d = d.build().expect("valid");
+        assert_eq!(Bound::of(&router, &d, &asks, None, false).limit, Duration::from_secs(45));
+        assert_eq!(Bound::of(&router, &d, &asks, None, true).limit, Duration::from_secs(12));
+        // An operator `timeout` without `stream_timeout` bounds streams too; a client's
+        // `timeout` alone cannot lift it.
+        let only_timeout = ProviderConfig::default().timeout(Duration::from_secs(20));
+        let asks_timeout = RequestFacts::new().timeout(Some(forever));
+        assert_eq!(Bound::of(&only_timeout, &bare, &asks_timeout, None, true).limit, Duration::from_secs(20));
     }
 }

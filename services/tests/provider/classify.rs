@@ -157,3 +157,83 @@ async fn a_deployment_without_a_base_is_misconfigured_not_a_panic() {
     assert_eq!(err.outcome(), Some(Outcome::NotFound));
     assert!(err.message().contains("api_base"), "{}", err.message());
 }
+
+/// The result of one attempt answered `200 OK` with `body` (and `headers`).
+async fn answered_200(headers: Vec<(&'static str, String)>, body: &str) -> Result<String, RouteError> {
+    let server = Server::start().await;
+    server.reply(Reply::Json { status: 200, headers, body: body.to_owned() });
+    let resp =
+        send(&provider(ProviderConfig::default()), attempt(deployment(&server), RequestFacts::new(), &chat_body()))
+            .await
+            .map_err(RouteError::from_boxed)?;
+    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.expect("the body reads").to_bytes();
+    Ok(String::from_utf8(bytes.to_vec()).expect("utf-8"))
+}
+
+#[tokio::test]
+async fn a_200_carrying_an_error_envelope_is_the_failure_it_describes() {
+    let auth = r#"{"error":{"message":"Incorrect API key provided: sk-east-secret-0000.","type":"invalid_request_error","code":"invalid_api_key"}}"#;
+    let err = answered_200(Vec::new(), auth).await.expect_err("an error envelope is no answer");
+    assert_eq!(err.kind(), RouteErrorKind::Upstream);
+    assert_eq!(err.outcome(), Some(Outcome::Auth));
+    assert_eq!(err.deployment().map(|d| d.as_str()), Some("east"));
+    assert!(err.message().contains("Incorrect API key provided"), "{}", err.message());
+    assert!(!err.to_string().contains("sk-east-secret-0000"), "the key is masked: {err}");
+
+    for (body, outcome) in [
+        (r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#, Outcome::ContextWindowExceeded),
+        (r#"{"error":{"message":"filtered","code":"content_filter"}}"#, Outcome::ContentPolicy),
+        (r#"{"error":{"message":"slow down","type":"rate_limit_error"}}"#, Outcome::RateLimited),
+        (r#"{"error":{"message":"quota","type":"insufficient_quota"}}"#, Outcome::RateLimited),
+        (r#"{"error":{"message":"slow down","code":429}}"#, Outcome::RateLimited),
+        (r#"{"error":{"message":"slow down","code":"429"}}"#, Outcome::RateLimited),
+        (r#"{"error":{"message":"no such model","code":"model_not_found"}}"#, Outcome::NotFound),
+        (r#"{"error":{"message":"denied","type":"permission_error"}}"#, Outcome::Auth),
+        (r#"{"error":{"message":"bad","code":400}}"#, Outcome::BadRequest),
+        (r#"{"error":{"message":"The server had an error"}}"#, Outcome::ServerError),
+        (r#"{"error":"model is loading"}"#, Outcome::ServerError),
+        (r#"{"error":{"message":"bad","type":"invalid_request_error"},"id":"x"}"#, Outcome::ServerError),
+    ] {
+        let err = answered_200(Vec::new(), body).await.expect_err(body);
+        assert_eq!(err.outcome(), Some(outcome), "{body}");
+    }
+    let err = answered_200(vec![("retry-after", "7".to_owned())], r#"{"error":{"code":"rate_limit_exceeded"}}"#)
+        .await
+        .expect_err("rate limited");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
+}
+
+#[tokio::test]
+async fn answers_that_also_carry_an_error_member_stay_successes() {
+    for body in [
+        r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"error":null}"#,
+        r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}],"error":{"message":"partial"}}"#,
+        r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1]}],"error":{"message":"x"}}"#,
+        r#"{"object":"chat.completion","error":{"message":"odd but an answer"}}"#,
+        r#"{"id":"c","error":null}"#,
+        r#"{"id":"c","error":""}"#,
+    ] {
+        answered_200(Vec::new(), body).await.unwrap_or_else(|e| panic!("{body} is an answer: {e}"));
+    }
+}
+
+#[tokio::test]
+async fn a_200_answer_echoing_the_deployments_credentials_reaches_the_client_masked() {
+    let body = r#"{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",
+        "content":"your key is sk-east-secret-0000, or \u0073k-east-secret-0000, team tenant-secret"},"finish_reason":"stop"}]}"#;
+    let server = Server::start().await;
+    server.reply(Reply::json(200, body));
+    let deployment = deployment(&server)
+        .to_builder()
+        .param("extra_headers", serde_json::json!({"x-tenant": "tenant-secret"}))
+        .build()
+        .expect("valid deployment");
+    let resp = send(&provider(ProviderConfig::default()), attempt(deployment, RequestFacts::new(), &chat_body()))
+        .await
+        .expect("a 200 answer");
+    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.expect("the body reads").to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!text.contains("sk-east-secret-0000") && !text.contains("tenant-secret"), "{text}");
+    let json: serde_json::Value = serde_json::from_slice(&bytes).expect("still JSON");
+    assert_eq!(json["choices"][0]["message"]["content"], "your key is ***, or ***, team ***");
+}

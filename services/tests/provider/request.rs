@@ -33,6 +33,9 @@ async fn openai_request_is_rewritten_for_the_deployment() {
     body["disable_fallbacks"] = json!(false);
     body["tags"] = json!(["eu"]);
     body["allowed_model_region"] = json!("eu");
+    body["timeout"] = json!(30);
+    body["request_timeout"] = json!(30);
+    body["stream_timeout"] = json!(2.5);
     body["api_key"] = json!("sk-client-in-body");
     body["api_base"] = json!("http://elsewhere.invalid");
     let mut req = attempt(deployment, RequestFacts::new(), &body);
@@ -72,6 +75,9 @@ async fn openai_request_is_rewritten_for_the_deployment() {
         "disable_fallbacks",
         "tags",
         "allowed_model_region",
+        "timeout",
+        "request_timeout",
+        "stream_timeout",
         "api_key",
         "api_base",
         "extra_headers",
@@ -174,4 +180,111 @@ async fn each_deployment_key_reaches_only_its_own_host() {
         }
     }
     assert!(east.requests_so_far().await.is_empty() && west.requests_so_far().await.is_empty());
+}
+
+#[tokio::test]
+async fn only_the_first_value_of_each_forwarded_header_goes_upstream() {
+    let server = Server::start().await;
+    server.reply(Reply::json(200, COMPLETION));
+    let deployment = Deployment::builder("gpt-4o", "openai/gpt-4o")
+        .api_base(format!("{}/v1", server.base()))
+        .build()
+        .expect("valid deployment");
+    let mut req = attempt(deployment, RequestFacts::new(), &chat_body());
+    let long = "x".repeat(2014);
+    let headers = req.headers_mut();
+    for (name, first, second) in [
+        ("x-request-id", "req-1", long.as_str()),
+        ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "garbage"),
+        ("user-agent", "client/1", "client/2"),
+        ("accept", "application/json", "text/html"),
+    ] {
+        headers.append(name, first.parse().expect("header"));
+        headers.append(name, second.parse().expect("header"));
+    }
+    send(&provider(ProviderConfig::default()), req).await.expect("a 200 answer");
+
+    let seen = server.request().await;
+    for (name, first) in [
+        ("x-request-id", "req-1"),
+        ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        ("user-agent", "client/1"),
+        ("accept", "application/json"),
+    ] {
+        let values: Vec<&str> = seen.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect();
+        assert_eq!(values, [first], "`{name}` goes upstream once, with its first value");
+    }
+}
+
+/// An Azure wildcard group (`model_name: azure/*`, `model: azure/*`) behind the cooldown and
+/// select layers, its one deployment `wild` pointing at `server`.
+fn azure_wildcard_stack(
+    server: &Server,
+) -> (
+    impl tower::Service<
+        http::Request<bytes::Bytes>,
+        Response = http::Response<switchyard_layers::RouteBody>,
+        Error = switchyard_layers::BoxError,
+        Future: Send,
+    > + Clone,
+    std::sync::Arc<switchyard_layers::StateStore>,
+) {
+    use std::sync::Arc;
+    use switchyard_layers::{
+        Registry, StateStore,
+        cooldown::{CooldownConfig, CooldownLayer},
+        select::{RoutingStrategy, SelectLayer},
+    };
+    let registry = Arc::new(Registry::new());
+    let wild = Deployment::builder("azure/*", "azure/*")
+        .id("wild")
+        .api_base(server.base())
+        .api_key(ApiKey::new("azure-key-1"))
+        .build()
+        .expect("valid deployment");
+    registry.add(wild).expect("added");
+    let store = Arc::new(StateStore::memory());
+    // Any failure that counts against a deployment benches it at once.
+    let cooldown = CooldownConfig::new().allowed_fails(Some(0));
+    let stack = tower::ServiceBuilder::new()
+        .layer(CooldownLayer::new(registry.clone(), store.clone(), cooldown))
+        .layer(SelectLayer::new(registry, store.clone(), RoutingStrategy::SimpleShuffle.build()))
+        .service(provider(ProviderConfig::default()));
+    (stack, store)
+}
+
+#[tokio::test]
+async fn a_dot_segment_as_an_azure_deployment_name_is_refused_before_any_upstream_call() {
+    use switchyard_layers::{RouteCtx, RouteError, RouteErrorKind};
+    use tower::ServiceExt;
+    let server = Server::start().await;
+    let (stack, store) = azure_wildcard_stack(&server);
+    let call = |model: &str| {
+        let mut req = http::Request::new(bytes::Bytes::from(json!({"model": model, "messages": []}).to_string()));
+        req.extensions_mut().insert(RouteCtx::new(model));
+        stack.clone().oneshot(req)
+    };
+    for model in
+        ["azure/..", "azure/.", "azure/%2e%2e", "azure/%2E.", "azure/a/../b", "azure/./b", "azure/a\\..\\b", "azure/"]
+    {
+        let err = call(model).await.map(|r| r.status()).expect_err("refused");
+        let err = RouteError::find(&*err).expect("a routing error");
+        assert_eq!(err.kind(), RouteErrorKind::InvalidRequest, "{model}: {err}");
+        assert_eq!(err.outcome(), None, "{model}: not a deployment's failure");
+        assert!(err.message().contains(model.trim_start_matches("azure/")), "{model}: {}", err.message());
+    }
+    assert!(server.requests_so_far().await.is_empty(), "nothing reached the upstream");
+    let benched = store.cooldowns(&["wild".into()]).await.expect("store read");
+    assert!(benched[0].is_none(), "the deployment is not benched: {benched:?}");
+
+    // Names that are not dot segments are percent-encoded into one path segment.
+    for (model, target) in [
+        ("azure/gpt-4o", "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"),
+        ("azure/a/b?c#d%e", "/openai/deployments/a%2Fb%3Fc%23d%25e/chat/completions?api-version=2024-10-21"),
+        ("azure/..a", "/openai/deployments/..a/chat/completions?api-version=2024-10-21"),
+    ] {
+        server.reply(Reply::json(200, COMPLETION));
+        call(model).await.expect("a 200 answer");
+        assert_eq!(server.request().await.target, target, "{model}");
+    }
 }

@@ -197,3 +197,40 @@ async fn an_event_over_the_size_limit_fails_the_attempt() {
     assert_eq!(err.outcome(), Some(Outcome::Transport));
     assert!(err.message().contains("1024"), "{}", err.message());
 }
+
+#[tokio::test]
+async fn every_event_that_leaves_is_masked() {
+    let server = Server::start().await;
+    let escaped = r#"data: {"id":"c1","choices":[{"index":0,"delta":{"content":"\u0073k-east-9 again"}}]}"#;
+    server.reply(Reply::Sse(vec![
+        Step::Chunk("event: sk-east-9\ndata: {\"id\":\"c0\",\"choices\":[],\"note\":\"sk-east-9\"}\n\n".to_owned()),
+        content("the key is sk-east-9"),
+        Step::Chunk(format!("{escaped}\n\n")),
+        Step::Chunk("event: sk-east-9\ndata: {\"id\":\"c2\",\"choices\":[]}\n\n".to_owned()),
+        done(),
+        Step::End,
+    ]));
+    let deployment = deployment(&server).to_builder().api_key(ApiKey::new("sk-east-9")).build().expect("valid");
+    let resp = send(&provider(config()), attempt(deployment, streaming(), &chat_body())).await.expect("a stream");
+    let (text, error, _) = drain(resp.into_body()).await;
+    assert!(error.is_none(), "{error:?}");
+    assert!(!text.contains("sk-east-9"), "{text}");
+    assert!(text.contains("event: ***\n"), "{text}");
+    let events: Vec<_> = text.split("\n\n").filter_map(|e| e.lines().find_map(|l| l.strip_prefix("data: "))).collect();
+    let contents: Vec<serde_json::Value> =
+        events.iter().filter(|d| **d != "[DONE]").map(|d| serde_json::from_str(d).expect("JSON")).collect();
+    assert_eq!(contents[0]["note"], "***");
+    assert_eq!(contents[1]["choices"][0]["delta"]["content"], "the key is ***");
+    assert_eq!(contents[2]["choices"][0]["delta"]["content"], "*** again");
+}
+
+#[tokio::test]
+async fn an_error_envelope_as_the_first_event_is_classified_from_its_codes() {
+    let auth = json!({"error":{"message":"Incorrect API key provided: sk-east.","type":"invalid_request_error","code":"invalid_api_key"}});
+    let err = failure_before_content(Reply::Sse(vec![event(auth), Step::End])).await;
+    assert_eq!(err.outcome(), Some(Outcome::Auth));
+    assert!(!err.message().contains("sk-east"), "{}", err.message());
+    let limited = json!({"error":{"message":"slow down","type":"rate_limit_error"}});
+    let err = failure_before_content(Reply::Sse(vec![event(limited), Step::End])).await;
+    assert_eq!(err.outcome(), Some(Outcome::RateLimited));
+}

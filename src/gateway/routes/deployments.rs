@@ -203,12 +203,26 @@ struct CooldownAnswer {
 
 /// Benches a deployment for `seconds` (default: the router's `cooldown_time`). A cooldown that
 /// already runs longer is kept: benching extends, never shortens.
-pub(crate) async fn bench(State(shared): State<Arc<Shared>>, Path(id): Path<String>, body: Bytes) -> Response {
+pub(crate) async fn bench(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let id = DeploymentId::from(id);
+    let empty = body.iter().all(u8::is_ascii_whitespace);
+    if !empty && !crate::gateway::origin::is_json(&headers) {
+        return json_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            "unsupported_media_type",
+            "the body must be JSON: send `content-type: application/json`",
+        );
+    }
     let Some(deployment) = shared.router.registry().deployment(&id) else {
         return unknown(&id);
     };
-    let req: BenchRequest = if body.iter().all(u8::is_ascii_whitespace) {
+    let req: BenchRequest = if empty {
         BenchRequest::default()
     } else {
         match serde_json::from_slice(&body) {

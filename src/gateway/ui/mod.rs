@@ -64,6 +64,11 @@ impl Dashboard {
         });
     }
 
+    /// Records an answer whose deployment an affinity chose (conversation, session, prompt cache).
+    pub(crate) fn record_affinity(&self, id: &switchyard_layers::DeploymentId) {
+        self.stats.affinity(id);
+    }
+
     /// Records a call that failed: every attempt in its trail.
     pub(crate) fn record_failed(&self, trail: &[AttemptRecord]) {
         self.record_trail(trail, None);

@@ -96,6 +96,8 @@ struct Second {
     at: u64,
     attempts: u32,
     errors: [u32; CLASSES],
+    /// Answers whose deployment an affinity chose.
+    affinity: u32,
     latency: Histogram,
     ttft: Histogram,
 }
@@ -105,6 +107,7 @@ impl Second {
         self.at = at;
         self.attempts = 0;
         self.errors = [0; CLASSES];
+        self.affinity = 0;
         self.latency.clear();
         self.ttft.clear();
     }
@@ -140,6 +143,9 @@ pub(crate) struct WindowView {
     pub(crate) errors: u64,
     /// Failed attempts by outcome class; classes without failures are left out.
     pub(crate) errors_by_class: std::collections::BTreeMap<&'static str, u64>,
+    /// Answers in the window whose deployment an affinity chose (a continued conversation, a
+    /// sticky session, a warm prompt cache).
+    pub(crate) affinity_hits: u64,
     /// Attempts per second over the last [`RATE_SECONDS`] complete seconds.
     pub(crate) requests_per_second: f64,
     /// Latency of successful attempts over the window, in ms.
@@ -220,6 +226,11 @@ impl Stats {
         });
     }
 
+    /// Counts an answer of `id` that an affinity chose.
+    pub(crate) fn affinity(&self, id: &DeploymentId) {
+        self.with_second(id, |s| s.affinity = s.affinity.saturating_add(1));
+    }
+
     /// Counts a failure of an attempt already counted (a stream that broke after it started).
     pub(crate) fn late_failure(&self, id: &DeploymentId, outcome: Outcome) {
         self.with_second(id, |s| add_error(s, outcome));
@@ -268,6 +279,7 @@ impl Stats {
             }
             let errors: u32 = slot.errors.iter().sum();
             view.attempts += u64::from(slot.attempts);
+            view.affinity_hits += u64::from(slot.affinity);
             view.errors += u64::from(errors);
             for (total, n) in by_class.iter_mut().zip(slot.errors) {
                 *total += u64::from(n);

@@ -15,7 +15,7 @@ mod usage;
 
 use std::{fmt, sync::Arc};
 
-pub use cost::{CostBased, builtin_price};
+pub use cost::CostBased;
 pub use latency::LatencyBased;
 pub use least_busy::LeastBusy;
 pub use p2c::P2cPeakEwma;

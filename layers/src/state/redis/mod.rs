@@ -798,7 +798,7 @@ impl Shared {
         let msg: Message = match serde_json::from_str(payload) {
             Ok(m) => m,
             Err(e) => {
-                tracing::debug!(target: "switchyard::state", error = %e, "ignored a malformed cooldown message");
+                tracing::debug!(target: "switchyard::state", error = %crate::logsafe::Escaped(&e), "ignored a malformed cooldown message");
                 return None;
             }
         };

@@ -1,4 +1,14 @@
-//! [`SseDecoder`]: a bounded decoder for `text/event-stream` bodies (OpenAI streams).
+//! [`SseDecoder`]: a bounded decoder for `text/event-stream` bodies (OpenAI and Anthropic
+//! streams), fed body chunks split anywhere.
+//!
+//! ```
+//! use switchyard_dialects::sse::{SseDecoder, SseEvent};
+//!
+//! let mut sse = SseDecoder::new(1024);
+//! let events = sse.push(b"event: ping\ndata: {\"type\": \"ping\"}\n\n")?;
+//! assert_eq!(events, [SseEvent::new(Some("ping".to_owned()), r#"{"type": "ping"}"#.to_owned())]);
+//! # Ok::<(), switchyard_dialects::sse::SseError>(())
+//! ```
 
 use std::fmt;
 
@@ -13,6 +23,11 @@ pub struct SseEvent {
 }
 
 impl SseEvent {
+    /// An event named `event` (the `event:` field, if any) carrying `data`.
+    pub fn new(event: Option<String>, data: String) -> Self {
+        Self { event, data }
+    }
+
     /// Whether this is OpenAI's end-of-stream marker, `data: [DONE]`.
     pub fn is_done(&self) -> bool {
         self.data == "[DONE]"
@@ -51,14 +66,14 @@ impl std::error::Error for SseError {}
 /// the stream is dropped, as the SSE specification says.
 ///
 /// ```
-/// use switchyard_services::openai::SseDecoder;
+/// use switchyard_dialects::sse::SseDecoder;
 ///
 /// let mut sse = SseDecoder::new(1024);
 /// assert!(sse.push(b"data: {\"a\"").is_ok_and(|e| e.is_empty()));
 /// let events = sse.push(b":1}\n\ndata: [DONE]\n\n")?;
 /// assert_eq!(events[0].data, "{\"a\":1}");
 /// assert!(events[1].is_done());
-/// # Ok::<(), switchyard_services::openai::SseError>(())
+/// # Ok::<(), switchyard_dialects::sse::SseError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct SseDecoder {

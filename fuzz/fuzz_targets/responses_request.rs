@@ -1,0 +1,4 @@
+//! Fuzz target `responses_request`: see `switchyard_fuzz::dialects::check_responses_request` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| switchyard_fuzz::dialects::check_responses_request(data));

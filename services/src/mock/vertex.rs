@@ -1,0 +1,204 @@
+//! The mock's Google OAuth2 token endpoint and Vertex AI routes.
+//!
+//! `POST /token` is Google's token endpoint for service accounts (a key's `token_uri`; see
+//! [`MockHandle::token_uri`](super::MockHandle::token_uri)): a form body with
+//! `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` and an `assertion`, a JWT whose header
+//! names `RS256` and whose claims hold `iss`, `scope`, `aud` (this endpoint's URL, ending in
+//! `/token`), `iat` and an `exp` at most an hour later. The signature is not verified: the mock
+//! does not know the key. The answer is `{"access_token":"ya29.mock-...","expires_in":3599,
+//! "token_type":"Bearer"}`; a refusal is Google's `400 {"error":"invalid_grant",
+//! "error_description":...}` (`unsupported_grant_type` for another grant), and so is every
+//! request while [`MockHandle::refuse_tokens`](super::MockHandle::refuse_tokens) is on (as for a
+//! deleted key). Token requests are counted in [`MockStats::token_requests`](super::MockStats)
+//! and are not drawn from the profile.
+//!
+//! `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`
+//! serves the Gemini routes' methods, and `.../publishers/anthropic/models/{model}:rawPredict` /
+//! `:streamRawPredict` the Messages API as Claude on Vertex AI takes it (no `model` in the body,
+//! `anthropic_version: "vertex-2023-10-16"` instead; the stream per the body's `stream`), both
+//! with the same profile draws as every other route. Both need `Authorization: Bearer` with a
+//! token this server issued: without one, `401 UNAUTHENTICATED` in Google's error shape.
+
+use std::{
+    collections::HashSet,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+};
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::{IntoResponse, Response},
+};
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, Uri, header};
+use parking_lot::Mutex;
+use percent_encoding::percent_decode_str;
+use rand::{RngCore, SeedableRng, rngs::SmallRng};
+use serde_json::{Value, json};
+
+use super::{
+    anthropic, gemini,
+    server::{RecordedRequest, Shared, serve_messages},
+};
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// The tokens this server issued, and whether it refuses to issue more.
+#[derive(Debug, Default)]
+pub(super) struct Tokens {
+    issued: Mutex<HashSet<String>>,
+    pub(super) refusing: AtomicBool,
+}
+
+impl Tokens {
+    fn knows(&self, headers: &HeaderMap) -> bool {
+        let bearer = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let token = bearer.and_then(|b| b.strip_prefix("Bearer "));
+        token.is_some_and(|t| self.issued.lock().contains(t))
+    }
+}
+
+/// `POST /token`: the JWT-bearer grant.
+pub(super) async fn token(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+    s.counters.token_requests.fetch_add(1, Ordering::Relaxed);
+    let refuse = |error: &str, description: &str| {
+        (StatusCode::BAD_REQUEST, Json(json!({ "error": error, "error_description": description }))).into_response()
+    };
+    let form = String::from_utf8_lossy(&body);
+    let field = |name: &str| {
+        form.split('&').filter_map(|pair| pair.split_once('=')).find(|(k, _)| *k == name).map(|(_, v)| {
+            let v = v.replace('+', " ");
+            percent_decode_str(&v).decode_utf8_lossy().into_owned()
+        })
+    };
+    match field("grant_type") {
+        Some(grant) if grant == JWT_BEARER => {}
+        Some(grant) => return refuse("unsupported_grant_type", &format!("Invalid grant_type: {grant}")),
+        None => return refuse("invalid_request", "Missing required parameter: grant_type"),
+    }
+    let Some(assertion) = field("assertion") else {
+        return refuse("invalid_request", "Missing required parameter: assertion");
+    };
+    if let Err(problem) = check_assertion(&assertion) {
+        return refuse("invalid_grant", &format!("Invalid JWT: {problem}"));
+    }
+    if s.google.refusing.load(Ordering::Relaxed) {
+        return refuse("invalid_grant", "Invalid JWT Signature.");
+    }
+    let token = format!("ya29.mock-{:016x}", SmallRng::from_os_rng().next_u64());
+    s.google.issued.lock().insert(token.clone());
+    Json(json!({ "access_token": token, "expires_in": 3599, "token_type": "Bearer" })).into_response()
+}
+
+/// The JWT's shape and claims, as Google's token endpoint checks them (all but the signature).
+fn check_assertion(jwt: &str) -> Result<(), &'static str> {
+    let mut parts = jwt.split('.');
+    let (Some(head), Some(claims), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("Token must be a short-lived token (60 minutes) and in a reasonable timeframe.");
+    };
+    // base64url, with or without padding (gcp_auth pads).
+    let bytes = |part: &str| URL_SAFE_NO_PAD.decode(part.trim_end_matches('='));
+    let decode = |part: &str| -> Option<Value> { serde_json::from_slice(&bytes(part).ok()?).ok() };
+    let head = decode(head).ok_or("Unable to parse the JWT header.")?;
+    if head["alg"] != "RS256" {
+        return Err("Unsupported algorithm.");
+    }
+    let claims = decode(claims).ok_or("Unable to parse the JWT claims.")?;
+    if bytes(signature).map_or(true, |s| s.is_empty()) {
+        return Err("Invalid JWT Signature.");
+    }
+    let text = |key: &str| claims[key].as_str().filter(|s| !s.is_empty());
+    if text("iss").is_none() {
+        return Err("No issuer.");
+    }
+    if text("scope").is_none() {
+        return Err("No scope.");
+    }
+    if !text("aud").is_some_and(|aud| aud.ends_with("/token")) {
+        return Err("Invalid audience.");
+    }
+    match (claims["iat"].as_i64(), claims["exp"].as_i64()) {
+        (Some(iat), Some(exp)) if exp > iat && exp - iat <= 3600 => Ok(()),
+        _ => Err("Token must be a short-lived token (60 minutes) and in a reasonable timeframe."),
+    }
+}
+
+/// Google's answer to a call without a valid access token.
+fn unauthenticated(s: &Shared, req: RecordedRequest) -> Response {
+    s.record(req);
+    let message = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or \
+                   other valid authentication credential.";
+    let error = json!({ "error": { "code": 401, "message": message, "status": "UNAUTHENTICATED" } });
+    (StatusCode::UNAUTHORIZED, Json(error)).into_response()
+}
+
+/// `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
+pub(super) async fn google_models(
+    State(s): State<Arc<Shared>>,
+    Path((_project, _location, model_and_method)): Path<(String, String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorized = s.google.knows(&headers);
+    let req = RecordedRequest::new(method, &uri, headers, body);
+    if !authorized {
+        return unauthenticated(&s, req);
+    }
+    gemini::serve(&s, &model_and_method, req, false).await
+}
+
+/// `POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:rawPredict`
+/// (and `:streamRawPredict`).
+pub(super) async fn anthropic_models(
+    State(s): State<Arc<Shared>>,
+    Path((_project, _location, model_and_method)): Path<(String, String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorized = s.google.knows(&headers);
+    let req = RecordedRequest::new(method, &uri, headers, body);
+    if !authorized {
+        return unauthenticated(&s, req);
+    }
+    match model_and_method.rsplit_once(':') {
+        Some((model, "rawPredict" | "streamRawPredict")) if !model.is_empty() => {
+            serve_messages(&s, req, anthropic::Host::Vertex { model }).await
+        }
+        _ => {
+            s.record(req);
+            let message = format!("Publisher model `{model_and_method}` was not found or has no such method.");
+            let error = json!({ "error": { "code": 404, "message": message, "status": "NOT_FOUND" } });
+            (StatusCode::NOT_FOUND, Json(error)).into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt(claims: &Value) -> String {
+        let part = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+        format!("{}.{}.{}", part(&json!({"alg": "RS256", "typ": "JWT"})), part(claims), URL_SAFE_NO_PAD.encode("sig"))
+    }
+
+    #[test]
+    fn assertions_are_checked_as_google_checks_them() {
+        let good = json!({"iss": "a@b", "scope": "s", "aud": "http://h/token", "iat": 10, "exp": 3610});
+        assert_eq!(check_assertion(&jwt(&good)), Ok(()));
+        let long = json!({"iss": "a@b", "scope": "s", "aud": "http://h/token", "iat": 10, "exp": 3611});
+        assert!(check_assertion(&jwt(&long)).is_err());
+        let elsewhere = json!({"iss": "a@b", "scope": "s", "aud": "http://h/other", "iat": 10, "exp": 20});
+        assert_eq!(check_assertion(&jwt(&elsewhere)), Err("Invalid audience."));
+        assert!(check_assertion("not-a-jwt").is_err());
+    }
+}
