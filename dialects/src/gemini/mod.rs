@@ -1,7 +1,8 @@
 //! Google's Gemini API (`generateContent`, `streamGenerateContent?alt=sse`,
 //! `batchEmbedContents`): wire structs that keep unknown fields, and the translation from and to
 //! the chat hub (requests, whole answers, streams, errors, embeddings). Vertex AI serves the same
-//! body for its Gemini models.
+//! body for its Gemini models; its own text embeddings (`:predict`, [`predict_request_from_openai`])
+//! and token counter (`:countTokens`, [`CountTokensRequest`]) are here too.
 //!
 //! An OpenAI client reaching Gemini: [`request_from_chat`] builds the body, [`blocked`] and
 //! [`chat_from_response`] read a whole answer, [`ChunkTranslator`] a stream, and
@@ -30,20 +31,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod count;
 mod embed;
 mod error;
 mod ids;
+mod predict;
 mod request;
 mod response;
 mod schema;
 mod stream;
 mod wire;
 
+pub use count::{CountTokensRequest, CountTokensResponse, anthropic_count_from};
 pub use embed::{
     BatchEmbedContentsRequest, BatchEmbedContentsResponse, ContentEmbedding, EmbedContentRequest,
     embed_request_from_openai, openai_embeddings_from,
 };
 pub use error::{classify_error, error_message, retry_after};
+pub use predict::{
+    EmbeddingParameters, EmbeddingStatistics, MAX_INSTANCES, PredictOptions, PredictRequest, PredictResponse,
+    Prediction, TASK_TYPES, TextEmbedding, TextEmbeddingInstance, openai_embeddings_from_predict,
+    predict_request_from_openai,
+};
 pub use request::request_from_chat;
 pub use response::{blocked, chat_from_response, chat_usage, finish_reason};
 pub use stream::ChunkTranslator;
