@@ -360,15 +360,21 @@ async fn count_tokens(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    use axum::response::IntoResponse as _;
     s.counters.requests.fetch_add(1, Ordering::Relaxed);
     *s.last.lock() = Some(RecordedRequest::new(method, &uri, headers, body.clone()));
+    count_answer(&body)
+}
+
+/// The answer of Anthropic's token counter (and of Claude's on Vertex AI) to `body`, as
+/// [`count_tokens`] describes it.
+pub(super) fn count_answer(body: &[u8]) -> Response {
+    use axum::response::IntoResponse as _;
     let refuse = |message: &str| {
         let error =
             serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": message}});
         (http::StatusCode::BAD_REQUEST, axum::Json(error)).into_response()
     };
-    let Ok(serde_json::Value::Object(request)) = serde_json::from_slice::<serde_json::Value>(&body) else {
+    let Ok(serde_json::Value::Object(request)) = serde_json::from_slice::<serde_json::Value>(body) else {
         return refuse("request body must be a JSON object");
     };
     if !request.get("model").is_some_and(serde_json::Value::is_string) {

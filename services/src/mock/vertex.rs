@@ -18,6 +18,24 @@
 //! `anthropic_version: "vertex-2023-10-16"` instead; the stream per the body's `stream`), both
 //! with the same profile draws as every other route. Both need `Authorization: Bearer` with a
 //! token this server issued: without one, `401 UNAUTHENTICATED` in Google's error shape.
+//!
+//! Vertex AI's own methods:
+//!
+//! - `.../publishers/google/models/{model}:predict`, the text embeddings API: `instances` (one to
+//!   250, only one for a `gemini-embedding` model, as Google documents) of `content` with an
+//!   optional `task_type` (Google's task names) and `title` (only with `RETRIEVAL_DOCUMENT`), and
+//!   optional `parameters` (`autoTruncate`, `outputDimensionality`); any other field is refused
+//!   with Google's `400 INVALID_ARGUMENT`. The answer holds one prediction per instance,
+//!   `{"embeddings": {"statistics": {"truncated": false, "token_count": n}, "values": [...]}}` (a
+//!   unit vector of `outputDimensionality` values, else the profile's length; `n` one per four
+//!   bytes of the text, or the profile's prompt tokens), and `metadata.billableCharacterCount`.
+//!   Drawn from the profile like every other route (latency, failures, stalls).
+//! - `.../publishers/google/models/{model}:countTokens`: `contents` (with `systemInstruction`,
+//!   `tools`, `generationConfig`) counted at one token per four bytes of text, answered as
+//!   `{"totalTokens", "totalBillableCharacters", "promptTokensDetails"}`. Not drawn from the
+//!   profile (as the Anthropic counter).
+//! - `.../publishers/anthropic/models/count-tokens:rawPredict`: Claude's token counter, the
+//!   Anthropic counter's answer (`model`, a name without `@version`, and `messages` required).
 
 use std::{
     collections::HashSet,
@@ -41,8 +59,9 @@ use rand::{RngCore, SeedableRng, rngs::SmallRng};
 use serde_json::{Value, json};
 
 use super::{
+    answer::{json_response, pause, stalled},
     anthropic, gemini,
-    server::{RecordedRequest, Shared, serve_messages},
+    server::{RecordedRequest, Shared, count_answer, serve_messages},
 };
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -151,7 +170,184 @@ pub(super) async fn google_models(
     if !authorized {
         return unauthenticated(&s, req);
     }
-    gemini::serve(&s, &model_and_method, req, false).await
+    match model_and_method.rsplit_once(':') {
+        Some((model, "predict")) if !model.is_empty() => predict(&s, model, req).await,
+        Some((model, "countTokens")) if !model.is_empty() => {
+            s.record(req.clone());
+            count_contents(&req.body)
+        }
+        _ => gemini::serve(&s, &model_and_method, req, false).await,
+    }
+}
+
+/// Google's `400 INVALID_ARGUMENT`.
+fn invalid(message: impl Into<String>) -> Response {
+    gemini::error_response(StatusCode::BAD_REQUEST, &message.into(), Vec::new())
+}
+
+/// The task types Vertex AI's text embedding models take.
+const TASK_TYPES: [&str; 8] = [
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    "SEMANTIC_SIMILARITY",
+    "CLASSIFICATION",
+    "CLUSTERING",
+    "QUESTION_ANSWERING",
+    "FACT_VERIFICATION",
+    "CODE_RETRIEVAL_QUERY",
+];
+
+/// A `:predict` call of a text embedding model, read: each instance's text length, and the
+/// output dimensionality asked for.
+struct Predict {
+    chars: Vec<usize>,
+    dims: Option<usize>,
+}
+
+/// Reads a text embeddings `:predict` body as Vertex AI does.
+fn read_predict(model: &str, body: &[u8]) -> Result<Predict, Response> {
+    let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(body) else {
+        return Err(invalid("Invalid JSON payload received. Unexpected token."));
+    };
+    if let Some(unknown) = req.keys().find(|k| !matches!(k.as_str(), "instances" | "parameters" | "labels")) {
+        return Err(invalid(format!("Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field.")));
+    }
+    let instances = match req.get("instances") {
+        Some(Value::Array(instances)) if !instances.is_empty() => instances,
+        _ => return Err(invalid("instances is required and must not be empty.")),
+    };
+    let most = if model.starts_with("gemini-embedding") { 1 } else { 250 };
+    if instances.len() > most {
+        return Err(invalid(format!(
+            "Unable to submit request because the model {model} supports up to {most} instances per request, but \
+             {} were provided.",
+            instances.len()
+        )));
+    }
+    let mut chars = Vec::with_capacity(instances.len());
+    for (i, instance) in instances.iter().enumerate() {
+        let Value::Object(instance) = instance else {
+            return Err(invalid(format!("instances[{i}] must be an object.")));
+        };
+        if let Some(unknown) = instance.keys().find(|k| !matches!(k.as_str(), "content" | "task_type" | "title")) {
+            return Err(invalid(format!("Unknown field \"{unknown}\" in instances[{i}].")));
+        }
+        let Some(content) = instance.get("content").and_then(Value::as_str) else {
+            return Err(invalid(format!("instances[{i}].content is required and must be a string.")));
+        };
+        let task = instance.get("task_type").map(|t| t.as_str().filter(|t| TASK_TYPES.contains(t)));
+        if let Some(None) = task {
+            return Err(invalid(format!("instances[{i}].task_type is not a valid task type.")));
+        }
+        if instance.contains_key("title") && task != Some(Some("RETRIEVAL_DOCUMENT")) {
+            return Err(invalid("Title is only valid with task_type=RETRIEVAL_DOCUMENT."));
+        }
+        chars.push(content.len());
+    }
+    let mut dims = None;
+    match req.get("parameters") {
+        None => {}
+        Some(Value::Object(parameters)) => {
+            for (name, value) in parameters {
+                match (name.as_str(), value) {
+                    ("autoTruncate", Value::Bool(_)) => {}
+                    ("outputDimensionality", v) if v.as_u64().is_some_and(|d| d > 0) => {
+                        dims = v.as_u64().and_then(|d| usize::try_from(d).ok());
+                    }
+                    _ => return Err(invalid(format!("Invalid value for parameters.{name}."))),
+                }
+            }
+        }
+        Some(_) => return Err(invalid("parameters must be an object.")),
+    }
+    Ok(Predict { chars, dims })
+}
+
+/// `:predict` of a text embedding model, drawn from the profile.
+async fn predict(s: &Shared, model: &str, req: RecordedRequest) -> Response {
+    let body = req.body.clone();
+    let (profile, draws, mut rng) = s.admit(req);
+    let call = match read_predict(model, &body) {
+        Ok(call) => call,
+        Err(refusal) => return refusal,
+    };
+    let tokens = |chars: usize| {
+        profile.prompt_tokens.unwrap_or_else(|| u64::try_from(chars).unwrap_or(u64::MAX).div_ceil(4).max(1))
+    };
+    let mut shutdown = s.shutdown.clone();
+    pause(draws.latency, &mut shutdown).await;
+    if draws.fail {
+        s.counters.failures.fetch_add(1, Ordering::Relaxed);
+        return gemini::failure_of(model, call.chars.iter().map(|&c| tokens(c)).sum(), &profile);
+    }
+    if draws.stall {
+        s.counters.stalls.fetch_add(1, Ordering::Relaxed);
+        return stalled(false, shutdown);
+    }
+    let dims = call.dims.unwrap_or(profile.embedding_dims);
+    let predictions: Vec<Value> = call
+        .chars
+        .iter()
+        .map(|&chars| {
+            json!({"embeddings": {
+                "statistics": {"truncated": false, "token_count": tokens(chars)},
+                "values": gemini::unit_vector(dims, &mut rng),
+            }})
+        })
+        .collect();
+    let billable: usize = call.chars.iter().sum();
+    let answer = json!({"predictions": predictions, "metadata": {"billableCharacterCount": billable}});
+    json_response(StatusCode::OK, Bytes::from(answer.to_string()))
+}
+
+/// The bytes of text under `text` keys in `value` (a content's parts, a system instruction's).
+fn text_bytes(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => items.iter().map(text_bytes).sum(),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                ("text", Value::String(text)) => text.len(),
+                _ => text_bytes(v),
+            })
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// `:countTokens` of a Gemini model on Vertex AI.
+fn count_contents(body: &[u8]) -> Response {
+    let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(body) else {
+        return invalid("Invalid JSON payload received. Unexpected token.");
+    };
+    const FIELDS: [&str; 10] = [
+        "model",
+        "instances",
+        "contents",
+        "systemInstruction",
+        "system_instruction",
+        "tools",
+        "generationConfig",
+        "generation_config",
+        "toolConfig",
+        "tool_config",
+    ];
+    if let Some(unknown) = req.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return invalid(format!("Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."));
+    }
+    let Some(Value::Array(contents)) = req.get("contents").filter(|c| c.as_array().is_some_and(|c| !c.is_empty()))
+    else {
+        return invalid("Unable to submit request because it has an empty contents field.");
+    };
+    let system = req.get("systemInstruction").or_else(|| req.get("system_instruction"));
+    let chars = text_bytes(&Value::Array(contents.clone())) + system.map_or(0, text_bytes);
+    let tokens = u64::try_from(chars).unwrap_or(u64::MAX).div_ceil(4);
+    let answer = json!({
+        "totalTokens": tokens,
+        "totalBillableCharacters": chars,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": tokens}],
+    });
+    json_response(StatusCode::OK, Bytes::from(answer.to_string()))
 }
 
 /// `POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:rawPredict`
@@ -170,6 +366,18 @@ pub(super) async fn anthropic_models(
         return unauthenticated(&s, req);
     }
     match model_and_method.rsplit_once(':') {
+        Some(("count-tokens", "rawPredict")) => {
+            s.record(req.clone());
+            let versioned = serde_json::from_slice::<Value>(&req.body)
+                .ok()
+                .and_then(|b| b["model"].as_str().map(|m| m.contains('@')))
+                .unwrap_or(false);
+            if versioned {
+                let message = "The model name must not carry a version (`@...`) for token counting.";
+                return invalid(message);
+            }
+            count_answer(&req.body)
+        }
         Some((model, "rawPredict" | "streamRawPredict")) if !model.is_empty() => {
             serve_messages(&s, req, anthropic::Host::Vertex { model }).await
         }

@@ -52,7 +52,7 @@ pub const FORWARDED_HEADERS: &[&str] = &["accept", "user-agent", "x-request-id",
 /// body: `extra_headers` (a JSON object of strings, sent as headers), `organization` (sent as
 /// `OpenAI-Organization`), `azure_ad_token` (Azure: `Authorization: Bearer` when the deployment
 /// has no key), Bedrock's AWS credentials, region and endpoint (`aws_*`: signing and URL), Cohere
-/// embeddings' `input_type`, Vertex AI's project, location and credentials (`vertex_*`: URL and
+/// embeddings' `input_type`, Vertex AI's project, locations and credentials (`vertex_*`: URL and
 /// access tokens), and LiteLLM client settings that have no meaning here. They are never merged
 /// into the body.
 pub const CLIENT_PARAMS: &[&str] = &[
@@ -73,6 +73,7 @@ pub const CLIENT_PARAMS: &[&str] = &[
     "input_type",
     "vertex_project",
     "vertex_location",
+    "vertex_count_tokens_location",
     "vertex_credentials",
 ];
 
@@ -118,17 +119,21 @@ pub(crate) fn build(
         return response_op(deployment, info, facts, inbound, route, op);
     }
     let vertex = info.flavor == Flavor::Vertex;
-    if facts.endpoint == Endpoint::CountTokens && (route.egress != Wire::Anthropic || vertex) {
+    if vertex {
+        vertex::check_model(deployment)?;
+    }
+    // Anthropic's `count_tokens`, Claude's and Gemini's counters on Vertex AI.
+    let counter = route.egress == Wire::Anthropic || vertex && vertex::counts_tokens(&deployment.model);
+    if facts.endpoint == Endpoint::CountTokens && !counter {
         return Err(invalid(format!(
-            "deployment `{}` (provider `{provider}`) has no token counter; count_tokens needs an Anthropic deployment",
+            "deployment `{}` (provider `{provider}`) has no token counter; count_tokens needs an Anthropic \
+             deployment or a Vertex AI one",
             deployment.id
         )));
     }
     let chat_only = route.egress == Wire::Anthropic && facts.endpoint != Endpoint::CountTokens;
     let no_completions =
         matches!(route.egress, Wire::Gemini | Wire::Cohere | Wire::Bedrock) && facts.endpoint == Endpoint::Completion;
-    // Vertex AI embeds with its own `predict` API, not Gemini's `batchEmbedContents`.
-    let no_completions = no_completions || vertex && facts.endpoint == Endpoint::Embedding;
     if (chat_only && !facts.endpoint.is_conversation()) || no_completions {
         return Err(invalid(format!(
             "deployment `{}` (provider `{provider}`) does not serve {}",
@@ -142,7 +147,10 @@ pub(crate) fn build(
     let uri = url(deployment, info, facts.endpoint, route, facts.stream && facts.endpoint != Endpoint::Embedding)?;
     let headers = headers(deployment, info, inbound, route)?;
     let include_usage = route.ingress == Wire::OpenAi && facts.stream && asks_usage(body);
-    let body = if drop_previous_response {
+    let body = if vertex && facts.endpoint == Endpoint::Embedding {
+        // Vertex AI embeds with its own `:predict` API, not Gemini's `batchEmbedContents`.
+        vertex::predict_body(deployment, body)?
+    } else if drop_previous_response {
         // Routed as a new conversation: the deployment does not hold the one named.
         let mut members = Members::parse(body).map_err(|e| invalid(e.0))?;
         members.remove("previous_response_id");
@@ -150,7 +158,12 @@ pub(crate) fn build(
     } else {
         body_for(deployment, facts, route, body)?
     };
-    let body = if vertex && route.egress == Wire::Anthropic { vertex::claude_body(&body)? } else { body };
+    let body = match (vertex, route.egress, facts.endpoint) {
+        (true, Wire::Anthropic, Endpoint::CountTokens) => vertex::claude_count_body(&body)?,
+        (true, Wire::Anthropic, _) => vertex::claude_body(&body)?,
+        (true, Wire::Gemini, Endpoint::CountTokens) => vertex::gemini_count_body(&body)?,
+        _ => body,
+    };
     let mut req = http::Request::new(Full::new(body.clone()));
     *req.method_mut() = Method::POST;
     *req.uri_mut() = uri;
@@ -159,6 +172,25 @@ pub(crate) fn build(
         sign_bedrock(deployment, &mut req, &body)?;
     }
     Ok(Built { request: req, route, include_usage, oauth: vertex })
+}
+
+/// Whether `/v1/messages/count_tokens` can be asked of a deployment of provider model `model`
+/// (`litellm_params.model`): an Anthropic deployment (`/v1/messages/count_tokens`), or a Vertex
+/// AI one of Claude (`count-tokens:rawPredict`) or a Gemini model (`:countTokens`).
+///
+/// ```
+/// use switchyard_services::provider::has_token_counter;
+///
+/// assert!(has_token_counter("anthropic/claude-sonnet-4-5"));
+/// assert!(!has_token_counter("openai/gpt-4o"));
+/// assert!(!has_token_counter("gemini/gemini-2.5-flash"));
+/// ```
+pub fn has_token_counter(model: &str) -> bool {
+    match catalog::lookup(catalog::provider_of(model)).map(|info| info.flavor) {
+        Some(Flavor::Anthropic) => true,
+        Some(Flavor::Vertex) => vertex::counts_tokens(model),
+        _ => false,
+    }
 }
 
 /// Signs a Bedrock attempt with SigV4 (or gives it its bearer API key), with the deployment's
@@ -249,7 +281,7 @@ fn asks_usage(body: &[u8]) -> bool {
 /// The client's JSON body with the deployment's parameters as defaults (the request wins) and the
 /// routing keys removed, edited member by member (no tree is built: a huge member of any kind
 /// costs its bytes, nothing more).
-fn merged_body<'a>(d: &Deployment, body: &'a [u8]) -> Result<Members<'a>, RouteError> {
+pub(crate) fn merged_body<'a>(d: &Deployment, body: &'a [u8]) -> Result<Members<'a>, RouteError> {
     let mut members = Members::parse(body).map_err(|e| invalid(e.0))?;
     for (key, value) in &d.params {
         if !CLIENT_PARAMS.contains(&key.as_str()) && !members.contains(key) {
@@ -293,7 +325,7 @@ fn hub_request(d: &Deployment, facts: &RequestFacts, body: &[u8]) -> Result<chat
 
 /// LiteLLM's `drop_params` on the deployment: drop what the dialect cannot take instead of
 /// refusing it.
-fn drop_params(d: &Deployment) -> bool {
+pub(crate) fn drop_params(d: &Deployment) -> bool {
     d.params.get("drop_params").and_then(Value::as_bool).unwrap_or(false)
 }
 
@@ -421,6 +453,19 @@ fn body_for(d: &Deployment, facts: &RequestFacts, wire: Route, body: &[u8]) -> R
             Ok(Bytes::from(members.to_bytes()))
         }
         (Wire::Anthropic, egress) => {
+            let counted;
+            let body = if facts.endpoint == Endpoint::CountTokens {
+                // A token count names no `max_tokens`, which a Messages request needs; it is not
+                // sent (the counter takes the content only).
+                let mut members = Members::parse(body).map_err(|e| invalid(e.0))?;
+                if !members.contains("max_tokens") {
+                    members.set("max_tokens", b"1".to_vec());
+                }
+                counted = members.to_bytes();
+                &counted[..]
+            } else {
+                body
+            };
             let request: anthropic::MessagesRequest = serde_json::from_slice(body)
                 .map_err(|e| invalid(format!("request body is not an Anthropic Messages request: {e}")))?;
             let hub = anthropic::chat_from_request(request).map_err(|e| cannot_take(d, d.provider(), &e))?;
@@ -460,7 +505,7 @@ fn bool_json(b: bool) -> Vec<u8> {
 
 /// A request the deployment's dialect cannot carry: a 400 naming the field; the deployment is
 /// not at fault.
-fn cannot_take(d: &Deployment, provider: &str, e: &switchyard_dialects::TranslateError) -> RouteError {
+pub(crate) fn cannot_take(d: &Deployment, provider: &str, e: &switchyard_dialects::TranslateError) -> RouteError {
     invalid(format!("deployment `{}` (provider `{provider}`) cannot take this request: {e}", d.id))
 }
 

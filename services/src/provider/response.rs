@@ -469,6 +469,12 @@ where
     let (bytes, usage, mut response_id) = match route.egress {
         // A token count or a stored response's operation: the upstream's answer as it is.
         _ if info.operation && route.egress == Wire::Anthropic => (bytes, None, None),
+        // A Gemini model's count on Vertex AI, answered as Anthropic's counter answers.
+        Wire::Gemini if info.operation => {
+            let answer: gemini::CountTokensResponse = serde_json::from_slice(&bytes)
+                .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not a token count: {e}")))?;
+            (encode_answer(info, &gemini::anthropic_count_from(&answer))?, None, None)
+        }
         Wire::OpenAi => {
             let usage = chat_answer(info, status, headers, &bytes)?;
             (bytes, usage, None)
@@ -494,6 +500,7 @@ where
     };
     // The hub answer in the client's dialect.
     let bytes = match (route.ingress, route.is_passthrough()) {
+        _ if info.operation => bytes,
         (Wire::Anthropic, false) => {
             let completion = hub_answer(info, &bytes)?;
             encode_answer(info, &anthropic::response_from_chat(completion))?
@@ -527,6 +534,14 @@ fn translated_answer(info: &AttemptInfo, bytes: &[u8], now: u64) -> Result<(Byte
     let not_an_answer =
         |e: serde_json::Error| info.failure(Outcome::Transport, &format!("answer is not readable: {e}"));
     let completion = match info.route.egress {
+        // Vertex AI's `:predict`, with the token counts Gemini's `batchEmbedContents` lacks.
+        Wire::Gemini if info.embedding && info.deployment.provider() == "vertex_ai" => {
+            let answer = serde_json::from_slice(bytes).map_err(not_an_answer)?;
+            let list = gemini::openai_embeddings_from_predict(answer, &model)
+                .map_err(|e| info.failure(Outcome::Transport, &format!("answer is not readable: {e}")))?;
+            let tokens = list["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
+            return Ok((encode_answer(info, &list)?, Some(Usage::new(tokens, 0))));
+        }
         Wire::Gemini if info.embedding => {
             let answer = serde_json::from_slice(bytes).map_err(not_an_answer)?;
             return Ok((encode_answer(info, &gemini::openai_embeddings_from(answer, &model))?, None));

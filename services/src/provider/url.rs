@@ -23,7 +23,7 @@ pub(crate) fn url(
 ) -> Result<Uri, RouteError> {
     let regional = match info.flavor {
         Flavor::Bedrock => bedrock_endpoint(d)?,
-        Flavor::Vertex => Some(vertex::origin(d)?),
+        Flavor::Vertex => Some(vertex::origin(d, endpoint)?),
         _ => None,
     };
     let (base, from_deployment) = match (d.api_base.as_deref().map(str::trim), info.default_base) {
@@ -108,7 +108,7 @@ pub(crate) fn url(
             path = format!("{path}/model/{}/{action}", encode_segment(id));
         }
         Flavor::Vertex => {
-            let (vertex_path, vertex_query) = vertex::path(d, &path, route.egress, stream)?;
+            let (vertex_path, vertex_query) = vertex::path(d, &path, route.egress, endpoint, stream)?;
             path = vertex_path;
             query.extend(vertex_query.map(str::to_owned));
         }

@@ -160,7 +160,8 @@ pub(in crate::mock) fn embeddings(call: &Embed, rng: &mut SmallRng) -> Response 
     common::json_response(StatusCode::OK, json_bytes(&body))
 }
 
-fn unit_vector(dims: usize, rng: &mut SmallRng) -> Vec<f32> {
+/// A random vector of length 1 with `dims` values (Vertex AI's `:predict` answers them too).
+pub(in crate::mock) fn unit_vector(dims: usize, rng: &mut SmallRng) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dims).map(|_| rng.random_range(-1.0..1.0)).collect();
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
@@ -173,12 +174,17 @@ fn unit_vector(dims: usize, rng: &mut SmallRng) -> Vec<f32> {
 /// `QuotaFailure`, `Help` and `RetryInfo` details (`retryDelay` from the profile's `retry_after`,
 /// a minute without one). Google sends no `Retry-After` header.
 pub(in crate::mock) fn failure(call: &Call, profile: &MockProfile) -> Response {
+    failure_of(call.model(), call.prompt_tokens(), profile)
+}
+
+/// [`failure`] of a call of `model` whose prompt holds `prompt_tokens` (Vertex AI's routes, whose
+/// calls are not [`Call`]s, answer the same).
+pub(in crate::mock) fn failure_of(model: &str, prompt_tokens: u64, profile: &MockProfile) -> Response {
     let status = profile.fail_status;
-    let model = call.model();
     let message = match (status.as_u16(), profile.error_code.as_deref()) {
         (_, Some("context_length_exceeded")) => format!(
             "The input token count ({}) exceeds the maximum number of tokens allowed ({CONTEXT_WINDOW}).",
-            call.prompt_tokens().max(CONTEXT_WINDOW + 1)
+            prompt_tokens.max(CONTEXT_WINDOW + 1)
         ),
         (400, _) => "Request contains an invalid argument.".to_owned(),
         (401, _) => "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or \
@@ -265,7 +271,7 @@ pub(super) fn error_body(status: StatusCode, message: &str, details: Vec<Value>)
 }
 
 /// Google's error answer with `status`.
-pub(super) fn error_response(status: StatusCode, message: &str, details: Vec<Value>) -> Response {
+pub(in crate::mock) fn error_response(status: StatusCode, message: &str, details: Vec<Value>) -> Response {
     common::json_response(status, json_bytes(&error_body(status, message, details)))
 }
 

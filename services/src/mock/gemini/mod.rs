@@ -63,6 +63,8 @@ mod answer;
 mod request;
 mod stream;
 
+pub(super) use answer::{error_response, failure_of, unit_vector};
+
 use std::sync::{Arc, atomic::Ordering};
 
 use axum::{
