@@ -220,3 +220,125 @@ async fn a_refused_grant_is_an_auth_failure_and_the_call_falls_back() {
     let text = answer.text();
     assert!(!text.contains(&private_key_line()) && !text.contains("PRIVATE KEY"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_on_vertex_answer_openais_list_with_usage() {
+    let mock = healthy();
+    let key = service_account(&mock);
+    let gw = gateway(json!({ "model_list": [
+        vertex("embed", "text-embedding-005", &mock, &key, "ve"),
+        vertex("gemini-embed", "gemini-embedding-001", &mock, &key, "vge"),
+    ]}))
+    .await;
+    let body = json!({"model": "embed", "input": ["hello there", "general kenobi"], "dimensions": 8,
+        "task_type": "SEMANTIC_SIMILARITY"});
+    let answer = post(format!("{}/v1/embeddings", gw.origin), &body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    let json = answer.json();
+    assert_eq!(json["object"], "list");
+    assert_eq!(json["data"].as_array().map(Vec::len), Some(2));
+    assert_eq!(json["data"][0]["embedding"].as_array().map(Vec::len), Some(8));
+    // One token per four bytes in the mock: 11 bytes -> 3, 14 bytes -> 4.
+    assert_eq!(json["usage"]["prompt_tokens"], 7, "{json}");
+    let seen = mock.last_request().expect("called");
+    assert_eq!(
+        seen.path,
+        "/v1/projects/switchyard-test/locations/us-central1/publishers/google/models/text-embedding-005:predict"
+    );
+    let sent = seen.json().expect("JSON");
+    assert_eq!(sent["instances"][1], json!({"content": "general kenobi", "task_type": "SEMANTIC_SIMILARITY"}));
+    assert_eq!(sent["parameters"], json!({"outputDimensionality": 8}));
+
+    let two = json!({"model": "gemini-embed", "input": ["a", "b"]});
+    let refused = post(format!("{}/v1/embeddings", gw.origin), &two).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text());
+    assert!(refused.text().contains("input"), "{}", refused.text());
+    assert_eq!(mock.stats().token_requests, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_upstream_asks_claude_and_gemini_on_vertex() {
+    let mock = healthy();
+    let key = service_account(&mock);
+    let gw = gateway(json!({
+        "model_list": [
+            vertex("claude", "claude-sonnet-4-5@20250929", &mock, &key, "vc"),
+            vertex("gemini", "gemini-2.5-flash", &mock, &key, "vg"),
+        ],
+        "general_settings": { "count_tokens": "upstream" },
+    }))
+    .await;
+    let body = |model: &str| json!({"model": model, "max_tokens": 64, "system": "abcdefgh", "messages": [{"role": "user", "content": "abcd"}]});
+    let answer = post(format!("{}/v1/messages/count_tokens", gw.origin), &body("claude")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    // The mock's Anthropic counter: "abcdefgh" 2, "user" 1, "abcd" 1.
+    assert_eq!(answer.json(), json!({"input_tokens": 4}));
+    let seen = mock.last_request().expect("asked upstream");
+    assert!(seen.path.ends_with("/publishers/anthropic/models/count-tokens:rawPredict"), "{}", seen.path);
+    assert_eq!(seen.json().expect("JSON")["model"], "claude-sonnet-4-5");
+
+    let answer = post(format!("{}/v1/messages/count_tokens", gw.origin), &body("gemini")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    // The mock's countTokens: 12 bytes of text, 3 tokens.
+    assert_eq!(answer.json(), json!({"input_tokens": 3}));
+    assert!(mock.last_request().expect("asked upstream").path.ends_with("/models/gemini-2.5-flash:countTokens"));
+    assert_eq!(mock.requests(), 2);
+}
+
+/// Marks the process [`application_default_credentials_child_call`] runs in as the child of
+/// [`application_default_credentials_are_read_from_google_application_credentials`], and names
+/// the mock it calls.
+const ADC_CHILD_MOCK: &str = "SWITCHYARD_TEST_VERTEX_ADC_MOCK";
+
+/// Application Default Credentials: a deployment without `vertex_credentials` gets its token from
+/// the key file `GOOGLE_APPLICATION_CREDENTIALS` names. The variable is the process's (the
+/// workspace forbids `unsafe`, so no `set_var`): this test runs its own binary again, filtered to
+/// the child test below, with the variable pointing at a key whose `token_uri` is this process's
+/// mock, and checks that the child's call succeeded and went through the mock's token endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_default_credentials_are_read_from_google_application_credentials() {
+    let mock = healthy();
+    let path = std::env::temp_dir().join(format!("switchyard-vertex-adc-{}.json", std::process::id()));
+    std::fs::write(&path, service_account(&mock)).expect("a temporary key file");
+    let exe = std::env::current_exe().expect("the test binary");
+    let mut child = std::process::Command::new(exe);
+    child
+        .args(["application_default_credentials_child_call", "--exact", "--nocapture", "--test-threads=1"])
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &path)
+        .env(ADC_CHILD_MOCK, mock.origin())
+        .env_remove("VERTEXAI_PROJECT")
+        .env_remove("VERTEXAI_LOCATION");
+    // The mock serves on this runtime while the child runs.
+    let output = tokio::task::spawn_blocking(move || child.output()).await.expect("joined").expect("the child runs");
+    let _ = std::fs::remove_file(&path);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("1 passed"), "the child test ran: {stdout}");
+    assert_eq!(mock.stats().token_requests, 1, "the token came from the key's token_uri: the mock");
+    assert_eq!(mock.requests(), 1, "one Vertex AI call");
+    let seen = mock.last_request().expect("called");
+    assert!(seen.headers["authorization"].to_str().expect("ascii").starts_with("Bearer ya29.mock-"));
+}
+
+/// The child half of
+/// [`application_default_credentials_are_read_from_google_application_credentials`]: outside that
+/// test's child process (no [`ADC_CHILD_MOCK`]) it has nothing to call and returns at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_default_credentials_child_call() {
+    let Ok(origin) = std::env::var(ADC_CHILD_MOCK) else {
+        return;
+    };
+    let gw = gateway(json!({ "model_list": [{
+        "model_name": "adc",
+        "litellm_params": {
+            "model": "vertex_ai/gemini-2.5-flash",
+            "vertex_project": "switchyard-test",
+            "vertex_location": "us-central1",
+            "api_base": origin,
+        },
+    }]}))
+    .await;
+    let answer = post(format!("{}/v1/chat/completions", gw.origin), &chat("adc", false)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    assert_eq!(answer.json()["object"], "chat.completion");
+}

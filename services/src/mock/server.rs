@@ -274,6 +274,13 @@ impl MockHandle {
         self.shared.google.refusing.store(refuse, Ordering::Relaxed);
     }
 
+    /// The `expires_in` of the access tokens the token endpoint issues from now on (3,599 seconds,
+    /// as Google's, until changed; whole seconds). A lifetime under 20 seconds makes `gcp_auth`
+    /// fetch a new token for every call, which is how the token-refresh benchmark measures one.
+    pub fn token_lifetime(&self, lifetime: Duration) {
+        self.shared.google.lifetime_secs.store(lifetime.as_secs(), Ordering::Relaxed);
+    }
+
     /// The last request received.
     pub fn last_request(&self) -> Option<RecordedRequest> {
         self.shared.last.lock().clone()

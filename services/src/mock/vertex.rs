@@ -6,7 +6,8 @@
 //! names `RS256` and whose claims hold `iss`, `scope`, `aud` (this endpoint's URL, ending in
 //! `/token`), `iat` and an `exp` at most an hour later. The signature is not verified: the mock
 //! does not know the key. The answer is `{"access_token":"ya29.mock-...","expires_in":3599,
-//! "token_type":"Bearer"}`; a refusal is Google's `400 {"error":"invalid_grant",
+//! "token_type":"Bearer"}` (the lifetime set with
+//! [`MockHandle::token_lifetime`](super::MockHandle::token_lifetime)); a refusal is Google's `400 {"error":"invalid_grant",
 //! "error_description":...}` (`unsupported_grant_type` for another grant), and so is every
 //! request while [`MockHandle::refuse_tokens`](super::MockHandle::refuse_tokens) is on (as for a
 //! deleted key). Token requests are counted in [`MockStats::token_requests`](super::MockStats)
@@ -41,7 +42,7 @@ use std::{
     collections::HashSet,
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -66,11 +67,19 @@ use super::{
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
-/// The tokens this server issued, and whether it refuses to issue more.
-#[derive(Debug, Default)]
+/// The tokens this server issued, whether it refuses to issue more, and their lifetime.
+#[derive(Debug)]
 pub(super) struct Tokens {
     issued: Mutex<HashSet<String>>,
     pub(super) refusing: AtomicBool,
+    /// The `expires_in` of new tokens, in seconds.
+    pub(super) lifetime_secs: AtomicU64,
+}
+
+impl Default for Tokens {
+    fn default() -> Self {
+        Self { issued: Mutex::default(), refusing: AtomicBool::new(false), lifetime_secs: AtomicU64::new(3599) }
+    }
 }
 
 impl Tokens {
@@ -110,7 +119,8 @@ pub(super) async fn token(State(s): State<Arc<Shared>>, body: Bytes) -> Response
     }
     let token = format!("ya29.mock-{:016x}", SmallRng::from_os_rng().next_u64());
     s.google.issued.lock().insert(token.clone());
-    Json(json!({ "access_token": token, "expires_in": 3599, "token_type": "Bearer" })).into_response()
+    let expires_in = s.google.lifetime_secs.load(Ordering::Relaxed);
+    Json(json!({ "access_token": token, "expires_in": expires_in, "token_type": "Bearer" })).into_response()
 }
 
 /// The JWT's shape and claims, as Google's token endpoint checks them (all but the signature).

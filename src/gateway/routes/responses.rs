@@ -25,6 +25,7 @@ use switchyard_services::{
     edge::{in_dialect, into_error_response},
     ingress::{IngressError, is_json_content_type},
     openai::facts_from_json,
+    provider::has_token_counter,
 };
 use tower::ServiceExt;
 
@@ -80,8 +81,9 @@ async fn operation(shared: &Shared, id: String, op: ResponseOp, headers: &Header
 /// locally with the estimator the pre-call checks use (the tokenizer of the group's first
 /// deployment when it is an OpenAI model, else about one token per four bytes), so an estimate:
 /// Anthropic's own tokenizer is not public. The model must name a group, alias or pattern.
-/// With `general_settings.count_tokens: upstream`, a group with an Anthropic deployment is asked
-/// for the exact count instead (through the routing stack, pinned to that deployment).
+/// With `general_settings.count_tokens: upstream`, a group with a deployment that has a token
+/// counter (Anthropic; Claude or a Gemini model on Vertex AI: `has_token_counter`) asks the first
+/// such deployment for the exact count instead (through the routing stack, pinned to it).
 pub(crate) async fn count_tokens(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = parts.headers.clone();
@@ -103,7 +105,7 @@ pub(crate) async fn count_tokens(State(shared): State<Arc<Shared>>, req: Request
         Err(e) => return fail(e.into()).map(Body::new),
     };
     if shared.count_tokens_upstream
-        && let Some(d) = resolved.group.deployments().iter().find(|d| d.provider() == "anthropic")
+        && let Some(d) = resolved.group.deployments().iter().find(|d| has_token_counter(&d.model))
     {
         let facts = RequestFacts::new().endpoint(Endpoint::CountTokens).disable_fallbacks(true);
         let (parts, _) = http::Request::new(()).into_parts();
