@@ -215,42 +215,42 @@ struct Predict {
 }
 
 /// Reads a text embeddings `:predict` body as Vertex AI does.
-fn read_predict(model: &str, body: &[u8]) -> Result<Predict, Response> {
+fn read_predict(model: &str, body: &[u8]) -> Result<Predict, String> {
     let Ok(Value::Object(req)) = serde_json::from_slice::<Value>(body) else {
-        return Err(invalid("Invalid JSON payload received. Unexpected token."));
+        return Err(String::from("Invalid JSON payload received. Unexpected token."));
     };
     if let Some(unknown) = req.keys().find(|k| !matches!(k.as_str(), "instances" | "parameters" | "labels")) {
-        return Err(invalid(format!("Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field.")));
+        return Err(format!("Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."));
     }
     let instances = match req.get("instances") {
         Some(Value::Array(instances)) if !instances.is_empty() => instances,
-        _ => return Err(invalid("instances is required and must not be empty.")),
+        _ => return Err(String::from("instances is required and must not be empty.")),
     };
     let most = if model.starts_with("gemini-embedding") { 1 } else { 250 };
     if instances.len() > most {
-        return Err(invalid(format!(
+        return Err(format!(
             "Unable to submit request because the model {model} supports up to {most} instances per request, but \
              {} were provided.",
             instances.len()
-        )));
+        ));
     }
     let mut chars = Vec::with_capacity(instances.len());
     for (i, instance) in instances.iter().enumerate() {
         let Value::Object(instance) = instance else {
-            return Err(invalid(format!("instances[{i}] must be an object.")));
+            return Err(format!("instances[{i}] must be an object."));
         };
         if let Some(unknown) = instance.keys().find(|k| !matches!(k.as_str(), "content" | "task_type" | "title")) {
-            return Err(invalid(format!("Unknown field \"{unknown}\" in instances[{i}].")));
+            return Err(format!("Unknown field \"{unknown}\" in instances[{i}]."));
         }
         let Some(content) = instance.get("content").and_then(Value::as_str) else {
-            return Err(invalid(format!("instances[{i}].content is required and must be a string.")));
+            return Err(format!("instances[{i}].content is required and must be a string."));
         };
         let task = instance.get("task_type").map(|t| t.as_str().filter(|t| TASK_TYPES.contains(t)));
         if let Some(None) = task {
-            return Err(invalid(format!("instances[{i}].task_type is not a valid task type.")));
+            return Err(format!("instances[{i}].task_type is not a valid task type."));
         }
         if instance.contains_key("title") && task != Some(Some("RETRIEVAL_DOCUMENT")) {
-            return Err(invalid("Title is only valid with task_type=RETRIEVAL_DOCUMENT."));
+            return Err(String::from("Title is only valid with task_type=RETRIEVAL_DOCUMENT."));
         }
         chars.push(content.len());
     }
@@ -264,11 +264,11 @@ fn read_predict(model: &str, body: &[u8]) -> Result<Predict, Response> {
                     ("outputDimensionality", v) if v.as_u64().is_some_and(|d| d > 0) => {
                         dims = v.as_u64().and_then(|d| usize::try_from(d).ok());
                     }
-                    _ => return Err(invalid(format!("Invalid value for parameters.{name}."))),
+                    _ => return Err(format!("Invalid value for parameters.{name}.")),
                 }
             }
         }
-        Some(_) => return Err(invalid("parameters must be an object.")),
+        Some(_) => return Err(String::from("parameters must be an object.")),
     }
     Ok(Predict { chars, dims })
 }
@@ -279,7 +279,7 @@ async fn predict(s: &Shared, model: &str, req: RecordedRequest) -> Response {
     let (profile, draws, mut rng) = s.admit(req);
     let call = match read_predict(model, &body) {
         Ok(call) => call,
-        Err(refusal) => return refusal,
+        Err(refusal) => return invalid(refusal),
     };
     let tokens = |chars: usize| {
         profile.prompt_tokens.unwrap_or_else(|| u64::try_from(chars).unwrap_or(u64::MAX).div_ceil(4).max(1))
