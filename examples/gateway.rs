@@ -1,4 +1,7 @@
-//! The Switchyard gateway: an OpenAI-compatible HTTP server routing with a LiteLLM proxy config.
+//! The Switchyard gateway in your own binary: an OpenAI-compatible HTTP server routing with a
+//! LiteLLM proxy config. To run the gateway, install the `switchyard` command instead
+//! (`cargo install --path cli`, then `switchyard serve --config config.yaml`; `docs/gateway.md`):
+//! this example shows what it does, to start from when you embed the gateway.
 //!
 //! ```text
 //! cargo run --release --example gateway -- --config config.yaml [--port 4000] [--host 127.0.0.1]

@@ -403,7 +403,7 @@ impl Summary {
                 (None, None) => "on LiteLLM's failure-rate rule".to_owned(),
             };
             let probe = if r.cooldown_probe { ", half-open probes" } else { "" };
-            format!("{} {fails}{probe}", secs(r.cooldown_seconds))
+            format!("{}, {fails}{probe}", secs(r.cooldown_seconds))
         } else {
             "off".to_owned()
         };
