@@ -181,7 +181,13 @@ async fn context_window_filter_skips_the_deployment_the_prompt_does_not_fit() {
     assert_eq!(keys(&counts), ["large"], "{counts:?}");
     let (tokens, _) = seen.lock()[0];
     let tokens = tokens.expect("counted once, kept in the facts");
-    assert!((5_000..5_050).contains(&tokens), "{tokens} tokens");
+    if Tokenizer::O200kBase.is_exact() {
+        assert!((5_000..5_050).contains(&tokens), "{tokens} tokens");
+    } else {
+        // Without the `tiktoken` feature: 29,999 bytes of text at 4 a token, plus 4 for the
+        // message and 3 for the reply.
+        assert_eq!(tokens, 7_500 + 4 + 3);
+    }
 }
 
 /// Row 28: no deployment fits, so the call fails with `ContextWindowExceeded`, and the fallback

@@ -274,7 +274,7 @@ fn warm_tokenizers(config: &Config) {
         .iter()
         .filter(|d| d.tpm.is_some() || d.max_input_tokens.is_some())
         .map(|d| Tokenizer::for_model(&d.model))
-        .filter(|t| *t != Tokenizer::Estimate)
+        .filter(|t| t.is_exact())
         .collect();
     needed.sort_by_key(|t| t.as_str());
     needed.dedup();

@@ -66,14 +66,16 @@ where
             Err(e) => return ResponseFuture::failed(e.into()),
         };
         if !facts_may_wait && !may_wait(&self.shared.config, list) {
-            // Nothing the checks do can wait, so they finish on their first poll, here: the ready
-            // inner service is called directly and the call needs no boxed future. Nothing is left
-            // to do after the attempt either (no budget to account, no affinity to remember).
-            let checked = check(&self.shared, ctx).now_or_never().expect("pre-call checks that cannot wait");
-            return match checked {
-                Ok(_) => ResponseFuture::attempt(self.inner.call(req)),
-                Err(e) => ResponseFuture::failed(e),
-            };
+            // Nothing the checks do should wait, so they finish on their first poll, here: the
+            // ready inner service is called directly and the call needs no boxed future. Nothing
+            // is left to do after the attempt either (no budget to account, no affinity to
+            // remember). The same checks run below if one did wait after all: dropping them
+            // mid-way leaves the candidates they kept so far, and they only remove.
+            match check(&self.shared, ctx).now_or_never() {
+                Some(Ok(_)) => return ResponseFuture::attempt(self.inner.call(req)),
+                Some(Err(e)) => return ResponseFuture::failed(e),
+                None => tracing::debug!("a pre-call check waited where none was expected; checking again"),
+            }
         }
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
@@ -142,14 +144,33 @@ impl AfterCall {
 
 /// Runs every check on the attempt's candidates, in order, and records what the select layer
 /// must reserve. The check that removes the last candidates names the error.
+///
+/// Cancel-safe: dropped before it completes, it puts back the candidates kept so far (a subset of
+/// the resolved ones that every check keeps again), so the checks can run again on the same
+/// context.
 async fn check(shared: &PreCallLayer, ctx: &mut RouteCtx) -> Result<AfterCall, BoxError> {
     let config = &*shared.config;
-    let mut list = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
-    let group = ctx.group.clone().expect("resolved with the candidates");
+    let list = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
+    let Some(group) = ctx.group.clone() else {
+        ctx.candidates = Some(list);
+        return Err(RouteError::new(RouteErrorKind::MissingContext, "candidates resolved without a group").into());
+    };
     ctx.default_max_parallel_requests = config.default_max_parallel_requests;
-    let result = filter(shared, ctx, &group, &mut list).await;
-    ctx.candidates = Some(list);
-    result
+    let mut held = Restore { ctx, list };
+    let Restore { ctx, list } = &mut held;
+    filter(shared, ctx, &group, list).await
+}
+
+/// The candidates being checked, put back into the context when the checks end or are dropped.
+struct Restore<'a> {
+    ctx: &'a mut RouteCtx,
+    list: Candidates,
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.ctx.candidates = Some(std::mem::take(&mut self.list));
+    }
 }
 
 async fn filter(
@@ -255,6 +276,9 @@ async fn filter(
             };
             let until = Instant::now() + max;
             let until = ctx.deadline.map_or(until, |d| d.min(until));
+            // While waiting the full ones stay the candidates: checks dropped here and run again
+            // must find them, not an empty list.
+            *list = full.clone().into();
             *list = parallel::wait_for_slot(shared.store.local(), full, default, until).await.into();
             if list.is_empty() {
                 return Err(parallel::all_full(group, Some(max)));
@@ -333,6 +357,28 @@ fn no_candidates(group: &Group, why: &str) -> BoxError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A check dropped while it waits (here for a parallel slot) puts the candidates back, and
+    /// the checks run again on the same context give the answer they would have given.
+    #[tokio::test(start_paused = true)]
+    async fn checks_dropped_while_waiting_can_run_again() {
+        let deployment = crate::Deployment::builder("g", "openai/m").id("a").max_parallel_requests(1).build();
+        let registry =
+            Arc::new(crate::Registry::with_deployments([deployment.expect("valid deployment")]).expect("one id"));
+        let store = Arc::new(crate::StateStore::memory());
+        let config = PreCallConfig::new().wait_for_parallel_slot(Some(Duration::from_secs(5)));
+        let layer = PreCallLayer::new(registry, store.clone(), config);
+        let busy = store.local().begin(&DeploymentId::from("a"));
+        let mut ctx = RouteCtx::new("g");
+
+        assert!(check(&layer, &mut ctx).now_or_never().is_none(), "waits for the slot");
+        let kept: Vec<_> = ctx.candidates.as_ref().expect("put back").iter().map(|d| d.id.clone()).collect();
+        assert_eq!(kept, [DeploymentId::from("a")]);
+
+        drop(busy);
+        check(&layer, &mut ctx).await.expect("served once the slot is free");
+        assert_eq!(ctx.candidates.as_ref().expect("checked").len(), 1);
+    }
 
     #[test]
     fn layer_and_service_are_embeddable() {

@@ -8,6 +8,9 @@ use serde_json::Value;
 
 /// How input tokens are counted for a provider model.
 ///
+/// The BPE tokenizers need the crate's `tiktoken` feature (on in the `switchyard` facade's
+/// defaults); without it they count with the estimate.
+///
 /// Chosen by [`Tokenizer::for_model`] from the model name after its provider prefix
 /// (`azure/gpt-4o-eu` reads `gpt-4o-eu`):
 ///
@@ -60,20 +63,33 @@ impl Tokenizer {
     }
 
     /// Tokens in `text` (no special tokens: `<|endoftext|>` in user text is ordinary text).
+    ///
+    /// Without the `tiktoken` feature the BPE tokenizers are not compiled in, and every
+    /// tokenizer counts with the estimate ([`Tokenizer::is_exact`] tells).
     pub fn count(self, text: &str) -> u64 {
         match self {
+            #[cfg(feature = "tiktoken")]
             Self::O200kBase => {
                 let n = tiktoken_rs::o200k_base_singleton().count_ordinary(text);
                 O200K_LOADED.store(true, Ordering::Relaxed);
                 n as u64
             }
+            #[cfg(feature = "tiktoken")]
             Self::Cl100kBase => {
                 let n = tiktoken_rs::cl100k_base_singleton().count_ordinary(text);
                 CL100K_LOADED.store(true, Ordering::Relaxed);
                 n as u64
             }
-            Self::Estimate => (text.len() as u64).div_ceil(4),
+            #[cfg(not(feature = "tiktoken"))]
+            Self::O200kBase | Self::Cl100kBase => estimate(text),
+            Self::Estimate => estimate(text),
         }
+    }
+
+    /// Whether [`count`](Self::count) is this tokenizer's exact count: always for a BPE
+    /// tokenizer with the `tiktoken` feature, never for [`Tokenizer::Estimate`].
+    pub fn is_exact(self) -> bool {
+        self != Self::Estimate && cfg!(feature = "tiktoken")
     }
 
     /// Whether counting can start at once: the estimate always, a BPE tokenizer once its
@@ -81,6 +97,7 @@ impl Tokenizer {
     /// the async executor).
     pub(crate) fn is_loaded(self) -> bool {
         match self {
+            _ if !self.is_exact() => true,
             Self::O200kBase => O200K_LOADED.load(Ordering::Relaxed),
             Self::Cl100kBase => CL100K_LOADED.load(Ordering::Relaxed),
             Self::Estimate => true,
@@ -119,6 +136,11 @@ fn is_o_series(name: &str) -> bool {
     let Some(rest) = name.strip_prefix('o') else { return false };
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     digits > 0 && matches!(rest.as_bytes().get(digits), None | Some(b'-'))
+}
+
+/// One token per 4 bytes of UTF-8, rounded up.
+fn estimate(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
 }
 
 /// Tokens OpenAI adds per chat message (role and separators), and per `name`.

@@ -22,6 +22,7 @@ pub(crate) enum Flavor {
     Cohere,
     /// `https://bedrock-runtime.{region}.amazonaws.com/model/{id}/converse`, SigV4: AWS Bedrock's
     /// Converse API (`switchyard_dialects::bedrock`; feature `bedrock`).
+    #[cfg_attr(not(feature = "bedrock"), allow(dead_code, reason = "no provider names it without the feature"))]
     Bedrock,
     /// `https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/{location}/
     /// publishers/{google|anthropic}/models/{model}:{method}`, `Authorization: Bearer` with a
