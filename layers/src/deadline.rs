@@ -1,5 +1,5 @@
-//! The call's deadline: [`DeadlineLayer`] sets [`RouteCtx::deadline`] on a call that arrives
-//! without one.
+//! The call's deadline: [`DeadlineLayer`] sets
+//! [`RouteCtx::deadline`](crate::RouteCtx::deadline) on a call that arrives without one.
 //!
 //! One knob for the whole call. Place the layer outermost among the routing layers (above the
 //! fallback layer, or above the retry layer in a stack without one): every layer below reads the
