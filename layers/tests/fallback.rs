@@ -12,12 +12,18 @@ use support::{Req, Resp, call, dep, route_error, served, with_ctx};
 use switchyard_layers::{
     BoxError, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
     StateStore,
+    deadline::DeadlineLayer,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer, FallbackTable, FallbackTables},
     retry::{RetryConfig, RetryLayer},
     select::{RoutingStrategy, SelectLayer},
 };
 use tokio::time::Instant;
-use tower::{Service, ServiceBuilder, service_fn};
+use tower::{
+    Layer, Service, ServiceBuilder,
+    layer::layer_fn,
+    service_fn,
+    util::{BoxCloneService, Either, MapRequest, MapResultLayer},
+};
 
 // ===== fixtures =====
 
@@ -135,14 +141,45 @@ fn stack_with_retry(
     stack_over_retry(registry, config, RetryConfig::default().num_retries(num_retries), Between::Nothing, upstream)
 }
 
-/// What a layer between the fallback and the retry layers does with an error.
+/// A user's layer between the fallback and the retry layers, and what it does.
 #[derive(Clone, Copy, Debug)]
 enum Between {
+    /// No layer at all.
     Nothing,
-    /// Wraps it in another error type (as a `map_err` or a timeout layer would).
+    /// A `layer_fn` wrapper that passes every request and answer through.
+    PassThrough,
+    /// Wraps errors in another error type (as a `map_err` or a timeout layer would).
     WrapErrors,
-    /// Answers instead (as a layer serving a canned response would).
+    /// Answers instead of an error (as a layer serving a canned response would).
     SwallowErrors,
+    /// Sets a deadline on each request it sees (a per-group time budget).
+    Deadline(Duration),
+}
+
+impl Between {
+    /// `inner` behind this layer.
+    fn wrap<S>(self, inner: S) -> Either<S, BoxCloneService<Req, Resp, BoxError>>
+    where
+        S: Service<Req, Response = Resp, Error = BoxError> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+    {
+        let boxed = match self {
+            Self::Nothing => return Either::Left(inner),
+            Self::PassThrough => BoxCloneService::new(layer_fn(|s| MapRequest::new(s, |r: Req| r)).layer(inner)),
+            Self::WrapErrors => BoxCloneService::new(
+                MapResultLayer::new(|r: Result<Resp, BoxError>| r.map_err(|e| Box::new(Wrapped(e)) as BoxError))
+                    .layer(inner),
+            ),
+            Self::SwallowErrors => BoxCloneService::new(
+                MapResultLayer::new(|r: Result<Resp, BoxError>| {
+                    r.or_else(|_| Ok(http::Response::new(RouteBody::from("canned"))))
+                })
+                .layer(inner),
+            ),
+            Self::Deadline(d) => BoxCloneService::new(DeadlineLayer::new(d).layer(inner)),
+        };
+        Either::Right(boxed)
+    }
 }
 
 /// An error wrapping another.
@@ -172,18 +209,11 @@ fn stack_over_retry(
     let events: Arc<Mutex<Vec<FallbackEvent>>> = Arc::default();
     let sink = events.clone();
     let fallback = FallbackLayer::new(registry.clone(), config).on_event(move |e| sink.lock().push(e.clone()));
-    let between = tower::util::MapResultLayer::new(move |r: Result<Resp, BoxError>| match (between, r) {
-        (Between::WrapErrors, Err(e)) => Err(Box::new(Wrapped(e)) as BoxError),
-        (Between::SwallowErrors, Err(_)) => Ok(http::Response::new(RouteBody::from("canned"))),
-        (_, r) => r,
-    });
     let store = Arc::new(StateStore::memory());
     let retry = RetryLayer::new(registry.clone(), store.clone(), retry).with_seed(2);
     let select = SelectLayer::new(registry.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1);
-    (
-        ServiceBuilder::new().layer(fallback).layer(between).layer(retry).layer(select).service(upstream.service()),
-        events,
-    )
+    let below = ServiceBuilder::new().layer(retry).layer(select).service(upstream.service());
+    (fallback.layer(between.wrap(below)), events)
 }
 
 fn request(model: &str) -> Req {
@@ -509,10 +539,10 @@ async fn each_hop_starts_from_the_original_request() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn with_the_retry_layers_copy_each_hop_starts_from_the_request_as_it_arrived() {
+async fn over_a_retry_layer_each_hop_starts_from_the_request_as_it_arrived() {
     let reg = support::registry([dep("a", "a1"), dep("a", "a2"), dep("b", "b1")]);
     let up = Upstream::failing(&["a1", "a2"], Outcome::ServerError);
-    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
     let (mut svc, events) = stack_with_retry(&reg, config, 1, &up);
     let resp = call(&mut svc, request("a")).await.expect("served");
     assert_eq!((&*served(&resp).group, served(&resp).hops, served(&resp).attempts), ("b", 1, 3));
@@ -522,10 +552,10 @@ async fn with_the_retry_layers_copy_each_hop_starts_from_the_request_as_it_arriv
 }
 
 #[tokio::test(start_paused = true)]
-async fn with_the_retry_layers_copy_the_final_error_holds_no_copy_of_the_request() {
+async fn over_a_retry_layer_the_final_error_holds_no_copy_of_the_request() {
     let reg = support::registry([dep("a", "a1"), dep("b", "b1")]);
     let up = Upstream::failing(&["a1", "b1"], Outcome::ServerError);
-    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
     let (mut svc, _) = stack_with_retry(&reg, config, 0, &up);
     let (req, marker) = marked_request("a");
     let err = call(&mut svc, req).await.expect_err("every group fails");
@@ -534,31 +564,28 @@ async fn with_the_retry_layers_copy_the_final_error_holds_no_copy_of_the_request
 }
 
 #[tokio::test(start_paused = true)]
-async fn with_the_retry_layers_copy_hops_keep_the_calls_deadline_not_the_first_groups() {
-    // The retry layer sets a deadline of its own for the first group; a hop starts with the
-    // deadline the fallback layer saw (none here), as it does from its own copy.
+async fn hops_keep_the_calls_deadline_not_one_set_below_for_the_first_group() {
+    // A user layer between sets a deadline of its own for the first group; a hop starts with the
+    // deadline the fallback layer saw (none here), from its own copy, and gets a new one there.
     let reg = registry(&["a", "b"]);
-    let mut deadlines = Vec::new();
-    for via_retry in [false, true] {
-        let up = Upstream::failing(&["a-d"], Outcome::ServerError).slow(Duration::from_secs(6));
-        let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(via_retry);
-        let retry = RetryConfig::default().num_retries(0).deadline(Duration::from_secs(10));
-        let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::Nothing, &up);
-        let start = Instant::now();
-        call(&mut svc, request("a")).await.expect("b answers");
-        let seen = up.seen();
-        assert_eq!(seen.len(), 2);
-        deadlines.push(seen.iter().map(|s| s.deadline.map(|d| d - start)).collect::<Vec<_>>());
-    }
-    assert_eq!(deadlines[0], [Some(Duration::from_secs(10)), Some(Duration::from_secs(16))]);
-    assert_eq!(deadlines[0], deadlines[1]);
+    let up = Upstream::failing(&["a-d"], Outcome::ServerError).slow(Duration::from_secs(6));
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
+    let retry = RetryConfig::default().num_retries(0);
+    let between = Between::Deadline(Duration::from_secs(10));
+    let (mut svc, _) = stack_over_retry(&reg, config, retry, between, &up);
+    let start = Instant::now();
+    call(&mut svc, request("a")).await.expect("b answers");
+    let seen = up.seen();
+    assert_eq!(seen.len(), 2);
+    let deadlines: Vec<_> = seen.iter().map(|s| s.deadline.map(|d| d - start)).collect();
+    assert_eq!(deadlines, [Some(Duration::from_secs(10)), Some(Duration::from_secs(16))]);
 }
 
 #[tokio::test(start_paused = true)]
-async fn with_the_retry_layers_copy_an_error_wrapped_on_the_way_up_still_falls_back() {
+async fn with_a_user_layer_between_an_error_wrapped_on_the_way_up_still_falls_back() {
     let reg = registry(&["a", "b"]);
     let up = Upstream::failing(&["a-d"], Outcome::ServerError);
-    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
     let retry = RetryConfig::default().num_retries(0);
     let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::WrapErrors, &up);
     let (req, marker) = marked_request("a");
@@ -569,28 +596,66 @@ async fn with_the_retry_layers_copy_an_error_wrapped_on_the_way_up_still_falls_b
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_copy_handed_back_and_never_taken_is_released_with_the_call() {
+async fn with_a_user_layer_answering_between_no_copy_outlives_the_call() {
     let reg = registry(&["a", "b"]);
     let up = Upstream::failing(&["a-d"], Outcome::ServerError);
-    let config = FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true);
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
     let retry = RetryConfig::default().num_retries(0);
     let (mut svc, _) = stack_over_retry(&reg, config, retry, Between::SwallowErrors, &up);
     let (req, marker) = marked_request("a");
     let resp = call(&mut svc, req).await.expect("the layer between answers");
     drop(resp);
-    assert_eq!(Arc::strong_count(&marker), 1, "the copy handed back kept the call alive");
+    assert_eq!(Arc::strong_count(&marker), 1, "a copy of the request outlived the call");
 }
 
 #[tokio::test(start_paused = true)]
-async fn taking_the_retry_layers_copy_without_a_retry_layer_makes_no_hop() {
+async fn a_user_layer_answering_between_ends_the_call_with_its_answer_and_no_hop() {
     let reg = registry(&["a", "b"]);
     let up = Upstream::failing(&["a-d"], Outcome::ServerError);
-    let (mut svc, events) = stack(&reg, FallbackConfig::new().fallbacks("a", ["b"]).replay_via_retry(true), &up);
-    let err = call(&mut svc, request("a")).await.expect_err("no copy to hop with");
-    let route = route_error(&err, RouteErrorKind::Upstream);
-    assert_eq!(route.deployment().map(|d| d.as_str()), Some("a-d"));
-    assert_eq!(trail_groups(route), ["a"], "the error still carries the call's trail");
+    let config = FallbackConfig::new().fallbacks("a", ["b"]);
+    let retry = RetryConfig::default().num_retries(0);
+    let (mut svc, events) = stack_over_retry(&reg, config, retry, Between::SwallowErrors, &up);
+    let resp = call(&mut svc, request("a")).await.expect("the layer between answers");
+    assert!(resp.extensions().get::<switchyard_layers::Served>().is_none(), "the canned answer");
+    assert_eq!(up.seen().len(), 1);
     assert_eq!(hop_count(&events), 0);
+}
+
+/// The fallback layer's hint crosses any layer between: the retry layer below still leaves a
+/// context-window error with a context-window fallback to it, even with a policy that would
+/// retry bad requests.
+#[tokio::test(start_paused = true)]
+async fn the_retry_layer_leaves_a_failure_with_a_fallback_to_it_across_a_user_layer() {
+    use switchyard_layers::retry::RetryPolicy;
+    for between in
+        [Between::Nothing, Between::PassThrough, Between::WrapErrors, Between::Deadline(Duration::from_secs(60))]
+    {
+        let reg = support::registry([dep("a", "a1"), dep("a", "a2"), dep("b", "b1")]);
+        let up = Upstream::failing(&["a1", "a2"], Outcome::ContextWindowExceeded);
+        let config = FallbackConfig::new().context_window_fallbacks("a", ["b"]);
+        let retry = RetryConfig::default().num_retries(3).retry_policy(RetryPolicy::new().bad_request(3));
+        let (mut svc, events) = stack_over_retry(&reg, config, retry, between, &up);
+        let resp = call(&mut svc, request("a")).await.expect("b answers");
+        assert_eq!((&*served(&resp).group, served(&resp).hops), ("b", 1), "{between:?}");
+        let seen: Vec<_> = up.seen().into_iter().map(|s| (s.target, s.hop)).collect();
+        assert_eq!(seen, [("a".into(), 0), ("b".into(), 1)], "no retry in a: {between:?}");
+        assert_eq!(hop_count(&events), 1);
+    }
+}
+
+/// Without a fallback layer above, nothing gives the hint: the same failure is retried by policy.
+#[tokio::test(start_paused = true)]
+async fn without_a_fallback_layer_above_the_retry_layer_retries_by_its_policy() {
+    use switchyard_layers::retry::RetryPolicy;
+    let reg = support::registry([dep("a", "a1"), dep("a", "a2")]);
+    let up = Upstream::failing(&["a1", "a2"], Outcome::ContextWindowExceeded);
+    let store = Arc::new(StateStore::memory());
+    let retry = RetryConfig::default().retry_policy(RetryPolicy::new().bad_request(2));
+    let retry = RetryLayer::new(reg.clone(), store.clone(), retry).with_seed(2);
+    let select = SelectLayer::new(reg.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1);
+    let mut svc = ServiceBuilder::new().layer(retry).layer(select).service(up.service());
+    call(&mut svc, request("a")).await.expect_err("every attempt fails");
+    assert_eq!(up.seen().len(), 3);
 }
 
 // ===== bounds =====
@@ -623,8 +688,9 @@ async fn max_fallbacks_counts_siblings_too() {
 async fn no_hop_starts_after_the_deadline() {
     let reg = registry(&["a", "b", "c", "d"]);
     let up = Upstream::failing(&["a-d", "b-d", "c-d", "d-d"], Outcome::Timeout).slow(Duration::from_secs(4));
-    let config = FallbackConfig::new().fallbacks("a", ["b", "c", "d"]).deadline(Duration::from_secs(10));
-    let (mut svc, _) = stack(&reg, config, &up);
+    let config = FallbackConfig::new().fallbacks("a", ["b", "c", "d"]);
+    let (svc, _) = stack(&reg, config, &up);
+    let mut svc = DeadlineLayer::new(Duration::from_secs(10)).layer(svc);
     let start = Instant::now();
     let err = call(&mut svc, request("a")).await.expect_err("out of time");
     let route = route_error(&err, RouteErrorKind::Upstream);
@@ -639,7 +705,8 @@ async fn no_hop_starts_after_the_deadline() {
 async fn a_deadline_the_request_already_has_is_kept() {
     let reg = registry(&["a"]);
     let up = Upstream::new(&[]);
-    let (mut svc, _) = stack(&reg, FallbackConfig::new().deadline(Duration::from_secs(10)), &up);
+    let (svc, _) = stack(&reg, FallbackConfig::new(), &up);
+    let mut svc = DeadlineLayer::new(Duration::from_secs(10)).layer(svc);
     let mut ctx = RouteCtx::new("a");
     let own = Instant::now() + Duration::from_secs(3);
     ctx.deadline = Some(own);
@@ -703,9 +770,8 @@ fn graphs() -> impl Strategy<Value = Graph> {
 enum Shape {
     /// The fallback layer over the select layer.
     Bare,
-    /// The fallback layer over a retry layer (one retry per group), the fallback layer keeping
-    /// its own copy of the request or taking the retry layer's (`replay_via_retry`).
-    OverRetry { via_retry: bool },
+    /// The fallback layer over a retry layer (one retry per group), with a user layer between or not.
+    OverRetry { between: Between },
 }
 
 fn run_graph(g: &Graph) -> (Result<Resp, BoxError>, Vec<FallbackEvent>) {
@@ -735,8 +801,9 @@ fn run_graph_as(g: &Graph, shape: Shape) -> (Result<Resp, BoxError>, Vec<Fallbac
                 result = call(&mut svc, request(&groups[g.start])).await;
                 events
             }
-            Shape::OverRetry { via_retry } => {
-                let (mut svc, events) = stack_with_retry(&reg, config.replay_via_retry(via_retry), 1, &up);
+            Shape::OverRetry { between } => {
+                let retry = RetryConfig::default().num_retries(1);
+                let (mut svc, events) = stack_over_retry(&reg, config, retry, between, &up);
                 result = call(&mut svc, request(&groups[g.start])).await;
                 events
             }
@@ -767,16 +834,17 @@ fn observed(result: &Result<Resp, BoxError>) -> String {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Taking the retry layer's copy of the request changes nothing a caller or the upstream can
-    /// see: same answer or error, same events, same attempts in the same order with the same
-    /// context.
+    /// A user layer between the fallback and the retry layers changes nothing a caller or the
+    /// upstream can see: same answer or error, same events, same attempts in the same order with
+    /// the same context.
     #[test]
-    fn over_a_retry_layer_its_copy_serves_the_hops_like_an_own_copy(g in graphs()) {
-        let (own, own_events, own_seen) = run_graph_as(&g, Shape::OverRetry { via_retry: false });
-        let (via, via_events, via_seen) = run_graph_as(&g, Shape::OverRetry { via_retry: true });
-        prop_assert_eq!(observed(&own), observed(&via));
-        prop_assert_eq!(format!("{own_events:?}"), format!("{via_events:?}"));
-        prop_assert_eq!(own_seen, via_seen);
+    fn a_user_layer_between_fallback_and_retry_changes_no_answer(g in graphs()) {
+        let (direct, direct_events, direct_seen) = run_graph_as(&g, Shape::OverRetry { between: Between::Nothing });
+        let (between, between_events, between_seen) =
+            run_graph_as(&g, Shape::OverRetry { between: Between::PassThrough });
+        prop_assert_eq!(observed(&direct), observed(&between));
+        prop_assert_eq!(format!("{direct_events:?}"), format!("{between_events:?}"));
+        prop_assert_eq!(direct_seen, between_seen);
     }
 
     #[test]

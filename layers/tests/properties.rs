@@ -313,19 +313,14 @@ fn run_routes(r: &Routes, seed: u64) -> CallTrace {
     let hops: Arc<Mutex<u32>> = Arc::default();
     let hop_sink = hops.clone();
     let store = Arc::new(StateStore::memory());
-    let fallback =
-        FallbackLayer::new(reg.clone(), FallbackConfig::new().tables(tables.clone()).max_fallbacks(r.max_fallbacks))
-            .on_event(move |e| {
-                if matches!(e, FallbackEvent::Hop { .. }) {
-                    *hop_sink.lock() += 1;
-                }
-            });
-    let retry = RetryLayer::new(
-        reg.clone(),
-        store.clone(),
-        RetryConfig::default().num_retries(r.num_retries).fallbacks(tables),
-    )
-    .with_seed(seed);
+    let fallback = FallbackLayer::new(reg.clone(), FallbackConfig::new().tables(tables).max_fallbacks(r.max_fallbacks))
+        .on_event(move |e| {
+            if matches!(e, FallbackEvent::Hop { .. }) {
+                *hop_sink.lock() += 1;
+            }
+        });
+    let retry =
+        RetryLayer::new(reg.clone(), store.clone(), RetryConfig::default().num_retries(r.num_retries)).with_seed(seed);
     let select = SelectLayer::new(reg, store, RoutingStrategy::SimpleShuffle.build()).with_seed(seed);
     let mut svc = ServiceBuilder::new().layer(fallback).layer(retry).layer(select).service(provider);
     let result = paused().block_on(call(&mut svc, request(&group(r.start))));

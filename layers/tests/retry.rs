@@ -19,13 +19,14 @@ use switchyard_layers::{
     BoxError, DeploymentId, Outcome, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind,
     RouteRequest, StateStore,
     cooldown::{CooldownConfig, CooldownLayer},
-    fallback::FallbackTables,
+    deadline::DeadlineLayer,
+    fallback_tables::{FallbackHint, FallbackTables},
     retry::{Retry, RetryBudget, RetryConfig, RetryLayer, RetryPolicy},
     select::{RoutingStrategy, Select},
     state::{Admission, Limits},
 };
 use tokio::time::{Instant, advance, sleep, timeout};
-use tower::{Service, ServiceBuilder, ServiceExt, service_fn};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
 // ---------------------------------------------------------------------------------------------
 // a provider scripted per deployment
@@ -203,6 +204,13 @@ fn tables(f: impl FnOnce(&mut FallbackTables)) -> FallbackTables {
     t
 }
 
+/// `req` as a fallback layer above with `tables` passes it down: carrying its hint.
+fn under_fallbacks(req: Req, tables: FallbackTables) -> Req {
+    let ctx = req.route_ctx().expect("a routed request");
+    assert!(ctx.set_fallback_hint(FallbackHint::new(tables)), "the first hint of the call");
+    req
+}
+
 fn list(names: &[&str]) -> Vec<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
 }
@@ -344,9 +352,9 @@ async fn rate_limit_with_nothing_healthy_is_not_retried_when_fallbacks_exist() {
     let fallbacks = tables(|t| {
         t.general.insert("gpt".into(), list(&["claude"]));
     });
-    let config = RetryConfig::default().num_retries(5).fallbacks(fallbacks);
+    let config = RetryConfig::default().num_retries(5);
     let start = Instant::now();
-    let _ = call(&mut rig.stack(config), request("gpt")).await.unwrap_err();
+    let _ = call(&mut rig.stack(config), under_fallbacks(request("gpt"), fallbacks)).await.unwrap_err();
     // One instant retry on the other deployment; then both are benched and the fallback decides.
     assert_eq!(rig.script.calls().len(), 2);
     assert_eq!(start.elapsed(), Duration::ZERO);
@@ -370,8 +378,8 @@ async fn context_window_error_with_a_context_window_fallback_is_not_retried() {
     let fallbacks = tables(|t| {
         t.context_window.insert("gpt".into(), list(&["gpt-long"]));
     });
-    let config = RetryConfig::default().fallbacks(fallbacks).retry_policy(RetryPolicy::new().bad_request(3));
-    let _ = call(&mut rig.stack(config), request("gpt")).await.unwrap_err();
+    let config = RetryConfig::default().retry_policy(RetryPolicy::new().bad_request(3));
+    let _ = call(&mut rig.stack(config), under_fallbacks(request("gpt"), fallbacks)).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 1);
 }
 
@@ -383,8 +391,8 @@ async fn content_policy_error_with_a_content_policy_fallback_is_not_retried() {
     let fallbacks = tables(|t| {
         t.content_policy.insert("gpt".into(), list(&["gpt-lenient"]));
     });
-    let config = RetryConfig::default().fallbacks(fallbacks).retry_policy(RetryPolicy::new().content_policy(3));
-    let _ = call(&mut rig.stack(config), request("gpt")).await.unwrap_err();
+    let config = RetryConfig::default().retry_policy(RetryPolicy::new().content_policy(3));
+    let _ = call(&mut rig.stack(config), under_fallbacks(request("gpt"), fallbacks)).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 1);
 }
 
@@ -610,8 +618,9 @@ async fn deadline_stops_retries_before_sleeping_past_it() {
     let rig = one_deployment();
     rig.script.always("a", server_error().retry_after(2.0));
     let start = Instant::now();
-    let config = RetryConfig::default().num_retries(5).deadline(secs(3.0));
-    let err = call(&mut rig.stack(config), request("gpt")).await.unwrap_err();
+    let config = RetryConfig::default().num_retries(5);
+    let mut stack = DeadlineLayer::new(secs(3.0)).layer(rig.stack(config));
+    let err = call(&mut stack, request("gpt")).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 2);
     assert!(jittered(2.0).contains(&start.elapsed()), "{:?}", start.elapsed());
     assert_eq!(RouteError::find(&*err).unwrap().trail().len(), 2);
@@ -625,8 +634,8 @@ async fn deadline_in_the_request_is_kept() {
     let mut ctx = RouteCtx::new("gpt");
     ctx.deadline = Some(Instant::now() + secs(1.0));
     let start = Instant::now();
-    let config = RetryConfig::default().deadline(secs(60.0));
-    let _ = call(&mut rig.stack(config), with_ctx(ctx)).await.unwrap_err();
+    let mut stack = DeadlineLayer::new(secs(60.0)).layer(rig.stack(RetryConfig::default()));
+    let _ = call(&mut stack, with_ctx(ctx)).await.unwrap_err();
     assert_eq!((rig.script.calls().len(), start.elapsed()), (1, Duration::ZERO));
 }
 
@@ -760,9 +769,9 @@ async fn disabled_fallbacks_leave_context_window_errors_to_the_retry_policy() {
     let fallbacks = tables(|t| {
         t.context_window.insert("gpt".into(), list(&["gpt-long"]));
     });
-    let config = RetryConfig::default().fallbacks(fallbacks).retry_policy(RetryPolicy::new().bad_request(2));
+    let config = RetryConfig::default().retry_policy(RetryPolicy::new().bad_request(2));
     let ctx = RouteCtx::with_facts("gpt", RequestFacts::new().disable_fallbacks(true));
-    let _ = call(&mut rig.stack(config), with_ctx(ctx)).await.unwrap_err();
+    let _ = call(&mut rig.stack(config), under_fallbacks(with_ctx(ctx), fallbacks)).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 3);
 }
 
@@ -774,7 +783,7 @@ async fn fallback_entries_match_a_group_name_without_its_provider_prefix() {
     let fallbacks = tables(|t| {
         t.content_policy.insert("gpt-4o".into(), list(&["claude"]));
     });
-    let config = RetryConfig::default().fallbacks(fallbacks).retry_policy(RetryPolicy::new().content_policy(2));
-    let _ = call(&mut rig.stack(config), request("openai/gpt-4o")).await.unwrap_err();
+    let config = RetryConfig::default().retry_policy(RetryPolicy::new().content_policy(2));
+    let _ = call(&mut rig.stack(config), under_fallbacks(request("openai/gpt-4o"), fallbacks)).await.unwrap_err();
     assert_eq!(rig.script.calls().len(), 1);
 }

@@ -18,6 +18,7 @@ use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook, CooldownLayer},
+    deadline::DeadlineLayer,
     deployment::RegistryError,
     fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
     precall::{PreCallConfig, PreCallLayer},
@@ -205,13 +206,9 @@ impl RouterBuilder<'_> {
         if let Some(seed) = self.seed.or(config.seed) {
             retry = retry.with_seed(seed.wrapping_add(1));
         }
-        // The retry layer sits directly below the fallback layer: the hops start from the copy of
-        // the request it keeps, so the call keeps one copy, not two.
-        let mut fallback_config = FallbackConfig::new().tables(config.fallbacks.clone()).replay_via_retry(true);
-        if let Some(d) = config.settings.deadline {
-            fallback_config = fallback_config.deadline(d);
-        }
-        let mut fallback = FallbackLayer::new(registry.clone(), fallback_config);
+        // The fallback layer tells the retry layer below, through the context, which failures it
+        // takes; neither needs the other's settings.
+        let mut fallback = FallbackLayer::new(registry.clone(), FallbackConfig::new().tables(config.fallbacks.clone()));
         if let Some(hook) = self.on_fallback {
             fallback = fallback.on_event(move |e| hook(e));
         }
@@ -219,6 +216,8 @@ impl RouterBuilder<'_> {
         let service = BoxCloneSyncService::new(
             ServiceBuilder::new()
                 .layer(span::CallSpanLayer)
+                // The call's one deadline, set above every routing layer.
+                .layer(DeadlineLayer::optional(config.settings.deadline))
                 .layer(fallback)
                 .layer(retry)
                 .layer(cooldown.clone())
@@ -333,10 +332,7 @@ fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {
     let read = |map: &std::collections::BTreeMap<String, u32>, path: &str| {
         RetryPolicy::from_litellm(map).map_err(|e| ConfigError::invalid(path, e.to_string()))
     };
-    let mut c = RetryConfig::default()
-        .num_retries(s.num_retries)
-        .retry_after(s.retry_after)
-        .fallbacks(config.fallbacks.clone());
+    let mut c = RetryConfig::default().num_retries(s.num_retries).retry_after(s.retry_after);
     if let Some(p) = &s.retry_policy {
         c = c.retry_policy(read(p, "router_settings.retry_policy")?);
     }
@@ -347,9 +343,6 @@ fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {
         let budget = RetryBudget::new(ratio, min_per_sec)
             .map_err(|e| ConfigError::invalid("router_settings.retry_budget", e.to_string()))?;
         c = c.budget(budget);
-    }
-    if let Some(d) = s.deadline {
-        c = c.deadline(d);
     }
     Ok(c)
 }

@@ -1,32 +1,24 @@
-use std::{
-    fmt,
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
-    time::Duration,
-};
+use std::{fmt, sync::Arc};
 
 use tower_layer::Layer;
 
 use super::{Fallback, FallbackEvent, FallbackTables, event::EventHook};
-use crate::Registry;
+use crate::{Registry, fallback_tables::FallbackHint};
 
-/// Configuration of the [`FallbackLayer`]: the tables, the hop bound and the call's deadline.
+/// Configuration of the [`FallbackLayer`]: the tables and the hop bound.
 ///
-/// The default has no tables (so the layer only attaches the trail to errors), `max_fallbacks` 5
-/// and no deadline.
+/// The default has no tables (so the layer only attaches the trail to errors) and
+/// `max_fallbacks` 5. The call's deadline is the
+/// [`DeadlineLayer`](crate::deadline::DeadlineLayer)'s (or the caller's), read from the context.
 ///
 /// ```
-/// use std::time::Duration;
 /// use switchyard_layers::fallback::FallbackConfig;
 ///
 /// let config = FallbackConfig::new()
 ///     .fallbacks("gpt-4o", ["gpt-4o-mini", "claude"])
 ///     .context_window_fallbacks("gpt-4o", ["gpt-4o-128k"])
 ///     .default_fallbacks(["gpt-4o-mini"])
-///     .max_fallbacks(3)
-///     .deadline(Duration::from_secs(60));
+///     .max_fallbacks(3);
 /// assert_eq!(config.tables.general_for("other"), ["gpt-4o-mini".to_owned()]);
 /// assert_eq!(config.tables.max_fallbacks, 3);
 /// ```
@@ -35,21 +27,10 @@ use crate::Registry;
 pub struct FallbackConfig {
     /// The fallback tables and `max_fallbacks` (what the config reader fills).
     pub tables: FallbackTables,
-    /// The whole call's time budget, set as [`RouteCtx::deadline`](crate::RouteCtx) when the
-    /// request has none: retries, backoffs and fallbacks all share it.
-    pub deadline: Option<Duration>,
-    /// Keep no copy of the request: take the one the [`RetryLayer`](crate::retry::RetryLayer)
-    /// directly below keeps for its retries, which it hands back through the call's shared state
-    /// when it gives up. One copy per call instead of two. Set it only when a retry layer sits
-    /// below with no layer between that changes the request (the hops would start from the
-    /// request as the retry layer saw it) or cancels the retry layer's future before it gives up,
-    /// and no other fallback layer between; a call whose first group fails without a copy handed
-    /// back cannot fall back (the layer warns once). The default router sets it. Off by default.
-    pub replay_via_retry: bool,
 }
 
 impl FallbackConfig {
-    /// No tables, `max_fallbacks` 5, no deadline.
+    /// No tables, `max_fallbacks` 5.
     pub fn new() -> Self {
         Self::default()
     }
@@ -105,37 +86,11 @@ impl FallbackConfig {
         self.tables.max_fallbacks = n;
         self
     }
-
-    /// Sets the call's deadline: `now + budget` when a call arrives without one.
-    pub fn deadline(mut self, budget: Duration) -> Self {
-        self.deadline = Some(budget);
-        self
-    }
-
-    /// Sets [`replay_via_retry`](Self::replay_via_retry): the hops start from the copy of the
-    /// request the retry layer directly below keeps, instead of a copy of this layer's own.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use switchyard_layers::{Registry, StateStore, fallback::{FallbackConfig, FallbackLayer}};
-    /// use switchyard_layers::retry::{RetryConfig, RetryLayer};
-    ///
-    /// let (registry, store) = (Arc::new(Registry::new()), Arc::new(StateStore::memory()));
-    /// let config = FallbackConfig::new().fallbacks("gpt-4o", ["gpt-4o-mini"]).replay_via_retry(true);
-    /// let stack = tower::ServiceBuilder::new()
-    ///     .layer(FallbackLayer::new(registry.clone(), config))
-    ///     .layer(RetryLayer::new(registry, store, RetryConfig::default())); // directly below
-    /// # let _ = stack;
-    /// ```
-    pub fn replay_via_retry(mut self, on: bool) -> Self {
-        self.replay_via_retry = on;
-        self
-    }
 }
 
 impl From<FallbackTables> for FallbackConfig {
     fn from(tables: FallbackTables) -> Self {
-        Self { tables, deadline: None, replay_via_retry: false }
+        Self { tables }
     }
 }
 
@@ -147,38 +102,16 @@ pub struct FallbackLayer {
 }
 
 /// What every service built by one layer shares.
+#[derive(Clone)]
 pub(crate) struct Shared {
     pub(crate) registry: Arc<Registry>,
     pub(crate) config: FallbackConfig,
+    /// The tables as the layers below read them: a clone per call into the context.
+    pub(crate) hint: FallbackHint,
     pub(crate) on_event: Option<EventHook>,
-    /// A call under `replay_via_retry` found no copy handed back (warned once).
-    no_copy: AtomicBool,
-}
-
-impl Clone for Shared {
-    fn clone(&self) -> Self {
-        let Shared { registry, config, on_event, no_copy } = self;
-        Self {
-            registry: registry.clone(),
-            config: config.clone(),
-            on_event: on_event.clone(),
-            no_copy: AtomicBool::new(no_copy.load(Ordering::Relaxed)),
-        }
-    }
 }
 
 impl Shared {
-    /// Notes a call under `replay_via_retry` whose first group failed without a retry layer below
-    /// handing its copy of the request back: it cannot fall back. Warns the first time.
-    pub(crate) fn no_copy_came_back(&self) {
-        if !self.no_copy.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "fallback: replay_via_retry is set but no retry layer directly below handed a copy of the request back \
-                 (or the request cannot be copied); such calls cannot fall back"
-            );
-        }
-    }
-
     pub(crate) fn emit(&self, event: FallbackEvent) {
         if let Some(hook) = &self.on_event {
             hook(&event);
@@ -199,7 +132,8 @@ impl FallbackLayer {
     /// Fallbacks over `registry`'s groups (used to resolve table names, so an alias of a group
     /// already tried is not tried again) with `config`.
     pub fn new(registry: Arc<Registry>, config: FallbackConfig) -> Self {
-        Self { shared: Arc::new(Shared { registry, config, on_event: None, no_copy: AtomicBool::new(false) }) }
+        let hint = FallbackHint::new(config.tables.clone());
+        Self { shared: Arc::new(Shared { registry, config, hint, on_event: None }) }
     }
 
     /// Calls `hook` on every hop, skipped target, and on the success or failure of a call that

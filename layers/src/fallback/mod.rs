@@ -10,6 +10,12 @@
 //! hops were made; a final error is the last group's, with the trail of every attempt.
 //! `docs/layers/fallback.md` has the full rules.
 //!
+//! The layer keeps its own copy of the request for the hops, and tells the layers below which
+//! failures it takes by putting its tables into the context once per call (a
+//! [`FallbackHint`](crate::fallback_tables::FallbackHint), which the retry layer reads), so any
+//! layer may sit between it and the retry layer. No hop starts after the call's deadline, which a
+//! [`DeadlineLayer`](crate::deadline::DeadlineLayer) above sets.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), switchyard_layers::BoxError> {
@@ -52,10 +58,11 @@ pub mod future;
 mod layer;
 mod plan;
 mod service;
-mod tables;
 
 pub use event::FallbackEvent;
 pub use layer::{FallbackConfig, FallbackLayer};
 pub use service::Fallback;
-pub(crate) use tables::entry;
-pub use tables::{FallbackTable, FallbackTables};
+
+/// The tables live in [`crate::fallback_tables`], which the retry layer reads too; re-exported
+/// here where fallback users look for them.
+pub use crate::fallback_tables::{FallbackTable, FallbackTables};

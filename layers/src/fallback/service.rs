@@ -16,19 +16,20 @@ use super::{
     plan::{Plan, Position, Step},
 };
 use crate::{
-    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
-    ctx::{HandBack, Replay},
-    logsafe::Escaped,
-    spare::Spare,
+    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served, ctx::Replay,
+    logsafe::Escaped, spare::Spare,
 };
 
 type Response = http::Response<RouteBody>;
 
 /// Moves a failed call to other model groups; see [`FallbackLayer`](super::FallbackLayer).
 ///
-/// Per call: set the deadline if configured and absent, call the inner stack, and on a failure
-/// pick the next group from the failed group's table (minus the groups already visited), then
-/// call the inner stack again with a fresh copy of the original request moved to that group.
+/// Per call: tell the layers below which tables it falls back through (a
+/// [`FallbackHint`](crate::fallback_tables::FallbackHint) in the context, once per call), keep a
+/// copy of the request, call the inner stack, and on a failure pick the next group from the
+/// failed group's table (minus the groups already visited), then call the inner stack again with
+/// a fresh copy of the original request moved to that group. No hop starts after the call's
+/// deadline ([`RouteCtx::deadline`](crate::RouteCtx::deadline)).
 ///
 /// The first group is called through the ready service. The hops go to a clone of the spare the
 /// service keeps (a clone of the inner service made when the layer wrapped it, shared by the
@@ -77,40 +78,29 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, mut req: R) -> Self::Future {
+    fn call(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer;
-        let Some(ctx) = req.route_ctx_mut() else {
+        let Some(ctx) = req.route_ctx() else {
             // Nothing to route by: the layers below report the missing context.
             return ResponseFuture::passthrough(self.inner.call(req));
         };
-        if ctx.deadline.is_none()
-            && let Some(budget) = shared.config.deadline
-        {
-            ctx.deadline = Some(Instant::now() + budget);
-        }
         let deadline = ctx.deadline;
         let base_hop = ctx.hop;
         let disabled = ctx.facts().disable_fallbacks;
-        // Every hop starts again from the request as it arrived, so nothing an inner layer set for
-        // one group (candidates, exclusions, selection) leaks into the next.
-        // No table and no per-request list: nothing can take over, so keep no copy.
+        // No table and no per-request list: nothing can take over.
         let nowhere = shared.config.tables.is_empty() && ctx.facts().fallbacks.as_ref().is_none_or(Vec::is_empty);
-        let via_retry = shared.config.replay_via_retry && !(disabled || nowhere);
-        if via_retry {
-            // The retry layer below hands its copy back into the call's state when it gives up.
-            ctx.hand_back_replay = true;
-        }
-        let replay = if disabled || nowhere || via_retry { None } else { Replay::of(&req) };
-        let origin = match replay {
-            Some(replay) if replay.route_ctx().is_some() => Origin::Replay(Box::new(replay)),
-            _ => {
-                let ctx = req.route_ctx().expect("checked above");
-                let (trail, first) = (ctx.call_trail(), ctx.target_name().clone());
-                if via_retry {
-                    Origin::FromRetry { hand_back: HandBack(trail), first }
-                } else {
-                    Origin::Fixed { trail, first }
-                }
+        let origin = if disabled || nowhere {
+            Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() }
+        } else {
+            // The layers below (a retry layer) leave the failures this layer takes to it. The first
+            // fallback layer of the call gives the hint; a hop's copy already carries it.
+            ctx.set_fallback_hint(shared.hint.clone());
+            // Every hop starts again from the request as it arrived (this layer's own copy), so
+            // nothing a layer below set for one group (candidates, exclusions, selection, a
+            // deadline of its own) leaks into the next.
+            match Replay::of(&req) {
+                Some(replay) if replay.route_ctx().is_some() => Origin::Replay(Box::new(replay)),
+                _ => Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() },
             }
         };
         // The first group is served by the ready service at once; the hops by clones of the spare.
@@ -144,13 +134,6 @@ enum Origin<R> {
     /// The request as it arrived, to copy per hop; its context holds the name the call started at,
     /// the call's trail and the request's own fallback list.
     Replay(Box<Replay<R>>),
-    /// No copy kept: the retry layer below hands its own back into the call's state when it gives
-    /// up (`replay_via_retry`); the hold empties that slot when this layer's part of the call ends.
-    FromRetry {
-        hand_back: HandBack,
-        /// The name the call started at.
-        first: Arc<str>,
-    },
     /// No hop can be made: what the error needs.
     Fixed {
         trail: CallTrail,
@@ -180,27 +163,16 @@ where
     S::Future: Send,
 {
     let Hops { spare, origin, deadline, base_hop } = hops_state;
-    // Held to the end of the call's fallback part, when it empties the hand-back slot.
-    let mut _hold = None;
-    let (original, trail, first) = match origin {
-        Origin::Fixed { trail, first } => (None, trail, first),
+    // Without a copy (fallbacks disabled, nowhere to go, or not replayable) no hop is made.
+    let (original, trail, first, per_request) = match origin {
+        Origin::Fixed { trail, first } => (None, trail, first, None),
         Origin::Replay(replay) => {
             let ctx = replay.route_ctx().expect("a replay with a context, checked by the service");
-            let (trail, first) = (ctx.call_trail(), ctx.target_name().clone());
-            (Some(*replay), trail, first)
-        }
-        Origin::FromRetry { hand_back, first } => {
-            let replay = Replay::take_from(&hand_back.0);
-            if replay.is_none() {
-                spare.layer.no_copy_came_back();
-            }
-            let trail = hand_back.0.clone();
-            _hold = Some(hand_back);
-            (replay, trail, first)
+            let (trail, first, per_request) =
+                (ctx.call_trail(), ctx.target_name().clone(), ctx.facts().fallbacks.clone());
+            (Some(*replay), trail, first, per_request)
         }
     };
-    // Without a copy (not replayable, or no retry layer below handed one back) no hop is made.
-    let per_request = if original.is_some() { trail.facts().fallbacks.clone() } else { None };
     let shared = &*spare.layer;
     // The service for the hops, cloned from the spare at the first hop.
     let mut inner: Option<S> = None;
@@ -238,11 +210,9 @@ where
         }
         hops += 1;
         if let Some(ctx) = next.route_ctx_mut() {
+            // The copy carries the call's deadline as this layer saw it.
             ctx.hop_to(target.name.clone());
             ctx.hop = base_hop + hops;
-            // The call's deadline as this layer saw it: a retry layer's copy carries the deadline
-            // that layer set for the first group.
-            ctx.deadline = deadline;
         }
         let reason = outcome.map(|o| o.as_str()).or(kind.map(RouteErrorKind::as_str)).unwrap_or("error");
         tracing::info!(from = %Escaped(&at.name), to = %Escaped(&target.name), reason, table = %table, hop = hops, "fallback hop");

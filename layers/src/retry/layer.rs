@@ -3,10 +3,16 @@ use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
 use tower_layer::Layer;
 
 use super::{Retry, RetryBudget, RetryPolicy};
-use crate::{Registry, StateStore, fallback::FallbackTables, seed::SeedSource};
+use crate::{Registry, StateStore, seed::SeedSource};
 
 /// Settings of the retry layer. `Default` is LiteLLM's: 2 retries, no minimum backoff, no retry
-/// policies, no budget, no deadline.
+/// policies, no budget.
+///
+/// Two things the layer reads from the request's context rather than from here: the call's
+/// deadline (set by a [`DeadlineLayer`](crate::deadline::DeadlineLayer) above, or by the caller),
+/// and the fallback tables of a fallback layer above
+/// ([`FallbackHint`](crate::fallback_tables::FallbackHint)), so that a failure that layer will take
+/// is not retried here first.
 ///
 /// ```
 /// use std::time::Duration;
@@ -17,7 +23,7 @@ use crate::{Registry, StateStore, fallback::FallbackTables, seed::SeedSource};
 ///     .retry_policy(RetryPolicy::new().authentication(0))
 ///     .group_retry_policy("gpt-4o", RetryPolicy::new().rate_limit(5))
 ///     .budget(RetryBudget::new(0.2, 10)?)
-///     .deadline(Duration::from_secs(30));
+///     .retry_after(Duration::from_millis(100));
 /// assert_eq!(config.num_retries, 3);
 /// # Ok::<(), switchyard_layers::retry::RetryBudgetError>(())
 /// ```
@@ -33,12 +39,8 @@ pub struct RetryConfig {
     /// Retries per error class for one group, replacing `retry_policy` for it
     /// (`model_group_retry_policy`).
     pub group_retry_policies: BTreeMap<String, RetryPolicy>,
-    /// The router's fallback tables: a failure the fallback layer will handle is not retried here.
-    pub fallbacks: Arc<FallbackTables>,
     /// A retry budget shared by every call through the layer (none by default).
     pub budget: Option<Arc<RetryBudget>>,
-    /// A deadline for the whole call, set on requests that have none.
-    pub deadline: Option<Duration>,
 }
 
 impl Default for RetryConfig {
@@ -48,9 +50,7 @@ impl Default for RetryConfig {
             retry_after: Duration::ZERO,
             retry_policy: None,
             group_retry_policies: BTreeMap::new(),
-            fallbacks: Arc::new(FallbackTables::default()),
             budget: None,
-            deadline: None,
         }
     }
 }
@@ -83,21 +83,9 @@ impl RetryConfig {
         self
     }
 
-    /// Sets the fallback tables the should-retry rules consult.
-    pub fn fallbacks(mut self, tables: impl Into<Arc<FallbackTables>>) -> Self {
-        self.fallbacks = tables.into();
-        self
-    }
-
     /// Shares a retry budget across every call through the layer.
     pub fn budget(mut self, budget: impl Into<Arc<RetryBudget>>) -> Self {
         self.budget = Some(budget.into());
-        self
-    }
-
-    /// Sets a deadline for the whole call on requests that carry none.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
         self
     }
 

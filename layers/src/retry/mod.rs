@@ -11,6 +11,11 @@
 //! router), then the call's deadline and the optional shared [`RetryBudget`]. The whole contract,
 //! the backoff formula and the differences from LiteLLM are in `docs/layers/retry.md`.
 //!
+//! It takes nothing from the fallback layer but what that layer puts into the context: its tables,
+//! as a [`FallbackHint`](crate::fallback_tables::FallbackHint) (so a failure the fallback layer
+//! will take is not retried here first), and the call's deadline comes from a
+//! [`DeadlineLayer`](crate::deadline::DeadlineLayer) above. Any layer may sit between the two.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), switchyard_layers::BoxError> {

@@ -1,5 +1,4 @@
 use std::{
-    collections::BTreeMap,
     fmt,
     future::poll_fn,
     sync::Arc,
@@ -20,7 +19,11 @@ use super::{
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served, ctx::Replay, logsafe::Escaped, spare::Spare,
+    Served,
+    ctx::Replay,
+    fallback_tables::{FallbackHint, entry},
+    logsafe::Escaped,
+    spare::Spare,
 };
 
 /// Retries failed attempts within the request's model group; see [`RetryLayer`].
@@ -29,7 +32,8 @@ use crate::{
 /// with the deployments that already failed excluded and the candidates left for the lower layers
 /// to resolve again. After a failure the should-retry table, the retry count for the error's class,
 /// the call's deadline and the retry budget decide whether there is another attempt, and the
-/// backoff how long to wait for it.
+/// backoff how long to wait for it. The call's deadline and the fallback layer's tables come
+/// from the context ([`RouteCtx::deadline`], [`RouteCtx::fallback_hint`]).
 ///
 /// The first attempt goes to the ready service. The retries go to a clone of the spare the
 /// service keeps (a clone of the inner service made when the layer wrapped it, shared by the
@@ -78,21 +82,16 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
-    fn call(&mut self, mut req: R) -> Self::Future {
+    fn call(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer.shared;
         let seeds = &self.spare.layer.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         if let Some(budget) = &shared.config.budget {
             budget.deposit();
         }
-        let Some(ctx) = req.route_ctx_mut() else {
+        if req.route_ctx().is_none() {
             // Nothing to route by; the lower layers report the missing context.
             return ResponseFuture::passthrough(self.inner.call(req));
-        };
-        if ctx.deadline.is_none()
-            && let Some(d) = shared.config.deadline
-        {
-            ctx.deadline = Some(Instant::now() + d);
         }
         // The replay copy stays pristine as the template of every retry; the first attempt is
         // the request itself.
@@ -195,8 +194,6 @@ where
             Err(e) => e.into(),
         };
     };
-    // A fallback layer above that keeps no copy of its own takes this one for its hops.
-    replay.hand_back();
     Err(last)
 }
 
@@ -220,10 +217,12 @@ struct Session<'a> {
     rng: SmallRng,
 }
 
-/// The parts of the request that decide whether a fallback table applies.
+/// What decides whether a fallback will take a failure: the tables of the fallback layer above
+/// (its [`FallbackHint`]), and the parts of the request that change them.
 struct FallbackFacts {
-    /// `disable_fallbacks`, or no hop left under `max_fallbacks`.
-    disabled: bool,
+    /// The hint of the fallback layer above; `None` when there is none, or when
+    /// `disable_fallbacks` is set or no hop is left under `max_fallbacks`: nothing takes over then.
+    hint: Option<FallbackHint>,
     /// A per-request `fallbacks` list (replacing the general table): whether it names any group.
     per_request: Option<bool>,
 }
@@ -231,7 +230,10 @@ struct FallbackFacts {
 impl<'a> Session<'a> {
     fn new(shared: &'a Shared, ctx: &RouteCtx, seed: u64) -> Self {
         let facts = ctx.facts();
-        let hops_left = ctx.hop < shared.config.fallbacks.max_fallbacks;
+        let hint = ctx
+            .fallback_hint()
+            .filter(|hint| !facts.disable_fallbacks && ctx.hop < hint.tables().max_fallbacks)
+            .cloned();
         Self {
             shared,
             target: ctx.target_name().clone(),
@@ -241,10 +243,7 @@ impl<'a> Session<'a> {
             exclude: Vec::new(),
             deadline: ctx.deadline,
             request_retries: facts.num_retries,
-            fallbacks: FallbackFacts {
-                disabled: facts.disable_fallbacks || !hops_left,
-                per_request: facts.fallbacks.as_ref().map(|f| !f.is_empty()),
-            },
+            fallbacks: FallbackFacts { hint, per_request: facts.fallbacks.as_ref().map(|f| !f.is_empty()) },
             trail: ctx.call_trail(),
             rng: SmallRng::seed_from_u64(seed),
         }
@@ -343,27 +342,29 @@ impl<'a> Session<'a> {
         Ok(group)
     }
 
-    /// Which fallback tables would take over from this group. Looks entries up as the fallback
-    /// layer does: the group, then the name the hop targeted, each also without its provider
-    /// prefix; a per-request list replaces the general table, and a `*` entry or
-    /// `default_fallbacks` counts for groups without their own.
+    /// Which fallback tables of the fallback layer above would take over from this group. Looks
+    /// entries up as that layer does: the group, then the name the hop targeted, each also without
+    /// its provider prefix; a per-request list replaces the general table, and a `*` entry or
+    /// `default_fallbacks` counts for groups without their own. Without a fallback layer above
+    /// (no hint), nothing takes over.
     fn fallback_presence(&self, names: [&str; 2]) -> FallbackPresence {
-        if self.fallbacks.disabled {
+        let Some(hint) = &self.fallbacks.hint else {
             return FallbackPresence::default();
-        }
-        let tables = &self.shared.config.fallbacks;
+        };
+        let tables = hint.tables();
+        let names = &names[..];
         let general = match self.fallbacks.per_request {
             Some(non_empty) => non_empty,
             None => {
-                has_entry(&tables.general, names)
+                entry(&tables.general, names).is_some()
                     || !tables.default.is_empty()
                     || tables.general.get("*").is_some_and(|d| !d.is_empty())
             }
         };
         FallbackPresence {
             general,
-            context_window: has_entry(&tables.context_window, names),
-            content_policy: has_entry(&tables.content_policy, names),
+            context_window: entry(&tables.context_window, names).is_some(),
+            content_policy: entry(&tables.content_policy, names).is_some(),
         }
     }
 
@@ -401,11 +402,6 @@ impl<'a> Session<'a> {
         tracing::debug!(target: "switchyard::retry", group = %Escaped(&self.target), reason = stop.as_str(), "not retrying");
         RouteError::from_boxed(err).with_trail(self.trail.records()).into()
     }
-}
-
-/// Whether `map` has a non-empty entry for one of `names`, with the fallback layer's key matching.
-fn has_entry(map: &BTreeMap<String, Vec<String>>, names: [&str; 2]) -> bool {
-    crate::fallback::entry(map, &names).is_some()
 }
 
 #[cfg(test)]

@@ -1,15 +1,37 @@
-use std::{collections::BTreeMap, fmt};
+//! The fallback tables ([`FallbackTables`]) and the hint a fallback layer gives the layers below
+//! it ([`FallbackHint`]).
+//!
+//! A neutral home: the [fallback layer](crate::fallback) reads the tables to choose the next
+//! group, and the [retry layer](crate::retry) reads the hint to leave a failure that a fallback
+//! will take to that layer instead of retrying it. Neither layer imports the other; a user layer
+//! may sit between them.
+//!
+//! ```
+//! use switchyard_layers::{Outcome, RouteCtx, fallback_tables::{FallbackHint, FallbackTable, FallbackTables}};
+//!
+//! let mut tables = FallbackTables::default();
+//! tables.context_window.insert("gpt-4o".into(), vec!["gpt-4.1".into()]);
+//! // What a fallback layer does once per call (the `FallbackLayer` does it for you):
+//! let ctx = RouteCtx::new("gpt-4o");
+//! ctx.set_fallback_hint(FallbackHint::new(tables));
+//! // What a layer below may ask of it:
+//! let hint = ctx.fallback_hint().expect("a fallback layer above");
+//! let found = hint.tables().targets(&["gpt-4o"], Some(Outcome::ContextWindowExceeded), None);
+//! assert_eq!(found.map(|(table, _)| table), Some(FallbackTable::ContextWindow));
+//! ```
+
+use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use crate::Outcome;
 
 /// The fallback tables of a router.
 ///
 /// Keys and targets are names a caller could ask for (groups, aliases, wildcard matches). How the
-/// [`FallbackLayer`](super::FallbackLayer) looks a failed group up in them is described in the
-/// [module docs](super).
+/// [`FallbackLayer`](crate::fallback::FallbackLayer) looks a failed group up in them is described
+/// in the [fallback module's docs](crate::fallback) and on [`targets`](Self::targets).
 ///
 /// ```
-/// use switchyard_layers::fallback::FallbackTables;
+/// use switchyard_layers::fallback_tables::FallbackTables;
 /// let mut t = FallbackTables::default();
 /// t.general.insert("gpt-4o".into(), vec!["gpt-4o-mini".into()]);
 /// t.default.push("claude".into());
@@ -64,7 +86,7 @@ impl FallbackTables {
     /// empty list counts as no entry; an empty `per_request` list means no general fallbacks.
     ///
     /// ```
-    /// use switchyard_layers::{Outcome, fallback::{FallbackTable, FallbackTables}};
+    /// use switchyard_layers::{Outcome, fallback_tables::{FallbackTable, FallbackTables}};
     /// let mut t = FallbackTables::default();
     /// t.general.insert("gpt-4o".into(), vec!["gpt-4o-mini".into()]);
     /// t.context_window.insert("gpt-4o".into(), vec!["gpt-4.1".into()]);
@@ -166,5 +188,39 @@ impl FallbackTable {
 impl fmt::Display for FallbackTable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// What a fallback layer tells the layers below it about the call, through the context
+/// ([`RouteCtx::set_fallback_hint`](crate::RouteCtx::set_fallback_hint)): that it will take the
+/// failures of the call's groups, reading these tables. The retry layer reads it to stop retrying
+/// a failure a fallback will take (a context-window or content-policy error with an entry in its
+/// table, a rate limit with nothing healthy left and a general fallback); without a hint it
+/// assumes no fallback layer above.
+///
+/// Cheap to clone (one reference count); the [`FallbackLayer`](crate::fallback::FallbackLayer)
+/// makes one when it is built and gives a clone to every call.
+///
+/// ```
+/// use switchyard_layers::fallback_tables::{FallbackHint, FallbackTables};
+///
+/// let hint = FallbackHint::new(FallbackTables::default());
+/// assert_eq!(hint.tables().max_fallbacks, FallbackTables::DEFAULT_MAX_FALLBACKS);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FallbackHint {
+    tables: Arc<FallbackTables>,
+}
+
+impl FallbackHint {
+    /// A hint that failures fall back through `tables` (and that at most
+    /// [`max_fallbacks`](FallbackTables::max_fallbacks) hops are made in the call).
+    pub fn new(tables: impl Into<Arc<FallbackTables>>) -> Self {
+        Self { tables: tables.into() }
+    }
+
+    /// The tables the fallback layer reads.
+    pub fn tables(&self) -> &FallbackTables {
+        &self.tables
     }
 }
