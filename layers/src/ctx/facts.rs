@@ -22,8 +22,9 @@ pub enum Endpoint {
     /// stored response ([`RequestFacts::previous_response`] holds the id), at the deployment
     /// that holds it.
     ResponseOp(ResponseOp),
-    /// `/v1/messages/count_tokens`: Anthropic's token counter, asked of an Anthropic deployment
-    /// (the gateway answers it locally unless configured otherwise).
+    /// `/v1/messages/count_tokens`: Anthropic's token counter, asked of a deployment that has
+    /// one (Anthropic, Claude or Gemini on Vertex AI); the gateway answers it locally unless
+    /// configured otherwise.
     CountTokens,
 }
 
