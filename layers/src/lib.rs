@@ -32,6 +32,7 @@ pub mod ctx;
 pub mod deadline;
 pub mod deployment;
 pub mod error;
+pub mod error_class;
 pub mod fallback;
 pub mod fallback_tables;
 pub mod logsafe;

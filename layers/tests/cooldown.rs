@@ -317,6 +317,7 @@ async fn allowed_fails_policy_reads_the_class_of_the_failure() {
     assert!(
         AllowedFailsPolicy::from_litellm(&[("Bogus".to_owned(), 1)].into_iter().collect())
             .expect_err("unknown field")
+            .to_string()
             .contains("TimeoutErrorAllowedFails")
     );
 }

@@ -222,7 +222,7 @@ impl RouterSettings {
     /// The field names `retry_policy` accepts.
     pub const RETRY_POLICY_FIELDS: [&'static str; 6] = RETRY_POLICY_FIELDS;
     /// The field names `allowed_fails_policy` accepts.
-    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 6] = ALLOWED_FAILS_POLICY_FIELDS;
+    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 9] = ALLOWED_FAILS_POLICY_FIELDS;
 }
 
 impl Default for RouterSettings {

@@ -209,11 +209,11 @@ pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         return Err(ConfigError::invalid("latency.sample_ttl", "must be > 0"));
     }
     let policies = [
-        ("settings.retry_policy", &config.settings.retry_policy, &RouterSettings::RETRY_POLICY_FIELDS),
+        ("settings.retry_policy", &config.settings.retry_policy, &RouterSettings::RETRY_POLICY_FIELDS[..]),
         (
             "settings.allowed_fails_policy",
             &config.settings.allowed_fails_policy,
-            &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS,
+            &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS[..],
         ),
     ];
     for (path, policy, fields) in policies {
@@ -248,7 +248,8 @@ fn check_targets(names: &Names<'_>, targets: &[String], node: &Node) -> Result<(
     Ok(())
 }
 
-/// A `retry_policy` / `allowed_fails_policy` field name must be one LiteLLM defines.
+/// A `retry_policy` / `allowed_fails_policy` field name must be one LiteLLM defines (the lists come
+/// from `switchyard_layers::error_class`, which also parses them).
 pub(crate) fn policy_field(key: &str, path: &str, fields: &[&str]) -> Result<(), ConfigError> {
     if fields.contains(&key) {
         return Ok(());

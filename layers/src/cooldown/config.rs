@@ -1,74 +1,27 @@
-use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
+use std::{fmt, sync::Arc, time::Duration};
 
 use super::CooldownEvent;
-use crate::Outcome;
+pub use crate::error_class::ALLOWED_FAILS_POLICY_FIELDS;
+use crate::error_class::{AllowedFails, PerErrorClass};
 
-/// Per-error-class failure allowances (`allowed_fails_policy`). Every field is read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AllowedFailsPolicy {
-    /// `BadRequestErrorAllowedFails` (400, 409, 413, 422, context window).
-    pub bad_request: Option<u32>,
-    /// `AuthenticationErrorAllowedFails` (401, 403).
-    pub authentication: Option<u32>,
-    /// `TimeoutErrorAllowedFails` (408, timeouts).
-    pub timeout: Option<u32>,
-    /// `RateLimitErrorAllowedFails` (429).
-    pub rate_limit: Option<u32>,
-    /// `ContentPolicyViolationErrorAllowedFails`.
-    pub content_policy: Option<u32>,
-    /// `InternalServerErrorAllowedFails` (5xx, connection failures, broken transfers); LiteLLM
-    /// declares it but never reads it.
-    pub internal_server_error: Option<u32>,
-}
-
-/// The LiteLLM names of [`AllowedFailsPolicy`]'s fields, in field order.
-pub const ALLOWED_FAILS_POLICY_FIELDS: [&str; 6] = [
-    "BadRequestErrorAllowedFails",
-    "AuthenticationErrorAllowedFails",
-    "TimeoutErrorAllowedFails",
-    "RateLimitErrorAllowedFails",
-    "ContentPolicyViolationErrorAllowedFails",
-    "InternalServerErrorAllowedFails",
-];
-
-impl AllowedFailsPolicy {
-    /// Reads LiteLLM's field names; an unknown name is an error naming it and the valid ones.
-    pub fn from_litellm(map: &BTreeMap<String, u32>) -> Result<Self, String> {
-        let mut p = Self::default();
-        for (k, v) in map {
-            let slot = match k.as_str() {
-                "BadRequestErrorAllowedFails" => &mut p.bad_request,
-                "AuthenticationErrorAllowedFails" => &mut p.authentication,
-                "TimeoutErrorAllowedFails" => &mut p.timeout,
-                "RateLimitErrorAllowedFails" => &mut p.rate_limit,
-                "ContentPolicyViolationErrorAllowedFails" => &mut p.content_policy,
-                "InternalServerErrorAllowedFails" => &mut p.internal_server_error,
-                other => {
-                    return Err(format!(
-                        "unknown allowed_fails_policy field `{other}`; valid: {}",
-                        ALLOWED_FAILS_POLICY_FIELDS.join(", ")
-                    ));
-                }
-            };
-            *slot = Some(*v);
-        }
-        Ok(p)
-    }
-
-    /// The allowance for a failure of class `outcome` (a value of 0 is honoured).
-    pub fn for_outcome(&self, outcome: Outcome) -> Option<u32> {
-        match outcome {
-            Outcome::BadRequest | Outcome::ContextWindowExceeded => self.bad_request,
-            Outcome::Auth | Outcome::NotFound => self.authentication,
-            Outcome::Timeout => self.timeout,
-            Outcome::RateLimited => self.rate_limit,
-            Outcome::ContentPolicy => self.content_policy,
-            Outcome::ServerError | Outcome::Connect | Outcome::Transport => self.internal_server_error,
-            Outcome::Success => None,
-        }
-    }
-}
+/// Failures allowed per error class before a deployment is benched (LiteLLM
+/// `allowed_fails_policy`): the shared per-error-class table ([`PerErrorClass`]) read with
+/// LiteLLM's `...ErrorAllowedFails` names. Every field is read, and a value of 0 is honoured.
+///
+/// Classes are LiteLLM's (1.100): a 404 takes `not_found` (`NotFoundErrorAllowedFails`), a 503
+/// `service_unavailable`, a 502 `bad_gateway`; a class without a value falls back to its parent
+/// (503 and 502 to `internal_server_error`, which also covers other 5xx, connection failures and
+/// broken transfers), then to the router's `allowed_fails`.
+///
+/// ```
+/// use switchyard_layers::{Outcome, cooldown::AllowedFailsPolicy};
+///
+/// let policy = AllowedFailsPolicy::new().authentication(0).internal_server_error(5);
+/// assert_eq!(policy.for_failure(Outcome::Auth, Some(401)), Some(0));
+/// assert_eq!(policy.for_failure(Outcome::ServerError, Some(503)), Some(5));
+/// assert_eq!(policy.for_failure(Outcome::NotFound, Some(404)), None, "a 404 is not an auth error");
+/// ```
+pub type AllowedFailsPolicy = PerErrorClass<AllowedFails>;
 
 /// Half-open recovery (`cooldown_probe`): after a deadline passes, exactly one request probes the
 /// deployment; success re-admits it, failure benches it again for longer.

@@ -39,8 +39,11 @@ pub(crate) fn rule(
         return None;
     }
     if config.allowed_fails.is_some() || config.allowed_fails_policy.is_some() {
-        let allowed =
-            config.allowed_fails_policy.and_then(|p| p.for_outcome(outcome)).or(config.allowed_fails).unwrap_or(3);
+        let allowed = config
+            .allowed_fails_policy
+            .and_then(|p| p.for_failure(outcome, status))
+            .or(config.allowed_fails)
+            .unwrap_or(3);
         return (counts.failures > u64::from(allowed)).then_some("allowed_fails exceeded");
     }
     let single = group_size <= 1;
@@ -117,11 +120,23 @@ mod tests {
         let c = CooldownConfig::default().allowed_fails(Some(1));
         assert_eq!(rule(&c, Outcome::Timeout, Some(408), counts(0, 1), 1), None);
         assert!(rule(&c, Outcome::Timeout, Some(408), counts(0, 2), 1).is_some());
-        let p = AllowedFailsPolicy { timeout: Some(0), internal_server_error: Some(2), ..Default::default() };
+        let p = AllowedFailsPolicy::new().timeout(0).internal_server_error(2);
         let c = CooldownConfig::default().allowed_fails_policy(Some(p));
         assert!(rule(&c, Outcome::Timeout, Some(408), counts(0, 1), 3).is_some());
         assert_eq!(rule(&c, Outcome::ServerError, Some(500), counts(0, 2), 3), None);
         assert!(rule(&c, Outcome::ServerError, Some(500), counts(0, 3), 3).is_some());
+    }
+
+    #[test]
+    fn allowed_fails_policy_reads_a_404_as_not_found_not_as_auth() {
+        // LiteLLM 1.100 reads `NotFoundErrorAllowedFails` for a 404, else the router's allowance.
+        let p = AllowedFailsPolicy::new().authentication(0);
+        let c = CooldownConfig::default().allowed_fails_policy(Some(p));
+        assert!(rule(&c, Outcome::Auth, Some(401), counts(0, 1), 3).is_some());
+        assert_eq!(rule(&c, Outcome::NotFound, Some(404), counts(0, 3), 3), None, "the default allowance is 3");
+        assert!(rule(&c, Outcome::NotFound, Some(404), counts(0, 4), 3).is_some());
+        let c = CooldownConfig::default().allowed_fails_policy(Some(p.not_found(0)));
+        assert!(rule(&c, Outcome::NotFound, Some(404), counts(0, 1), 3).is_some());
     }
 
     #[test]

@@ -3,9 +3,13 @@
 //! Everything here is pure: the service gathers the facts (group size, healthy candidates, which
 //! fallback tables have an entry) and these functions decide.
 
-use std::{collections::BTreeMap, fmt, time::Duration};
+use std::time::Duration;
 
-use crate::Outcome;
+pub use crate::error_class::RETRY_POLICY_FIELDS;
+use crate::{
+    Outcome,
+    error_class::{PerErrorClass, Retries, UnknownPolicyField},
+};
 
 /// First exponential step (LiteLLM `INITIAL_RETRY_DELAY`).
 pub(crate) const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -16,12 +20,20 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// Upper bound (exclusive) of the random jitter added to every computed wait (LiteLLM `JITTER`).
 pub(crate) const JITTER: Duration = Duration::from_millis(750);
 
-/// Retries per error class (LiteLLM `retry_policy` / `model_group_retry_policy`).
+/// Retries per error class (LiteLLM `retry_policy` / `model_group_retry_policy`): the shared
+/// per-error-class table ([`PerErrorClass`]) read with LiteLLM's `...ErrorRetries` names.
 ///
 /// A field that is `None` leaves the class to the next source of the retry count (the failed
 /// deployment's `num_retries`, then the router's). A field that is set also lifts the status rules
 /// of the should-retry table for its class (a `bad_request` of 2 retries 400s), but never makes a
 /// context-window or content-policy error retry when the group has a fallback for it.
+///
+/// Classes are LiteLLM's: a context-window error is a bad request; a content-policy error takes
+/// `content_policy`, else `bad_request` (its parent class in LiteLLM); 5xx, connection failures
+/// and broken transfers take `internal_server_error`. A 404 has no LiteLLM retry field: from a
+/// LiteLLM config `not_found` is never set, and a 404 is not retried (`not_found` set from Rust
+/// lifts that). The retry layer looks failures up without their status, so `service_unavailable`
+/// and `bad_gateway` (allowed-fails fields in LiteLLM) are not read by it.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -32,144 +44,14 @@ pub(crate) const JITTER: Duration = Duration::from_millis(750);
 /// assert_eq!(policy.for_outcome(Outcome::Auth), Some(0));
 /// assert_eq!(policy.for_outcome(Outcome::RateLimited), Some(4));
 /// assert_eq!(policy.for_outcome(Outcome::ServerError), None);
+/// assert_eq!(policy.for_outcome(Outcome::NotFound), None);
 /// assert!(RetryPolicy::from_litellm(&BTreeMap::from([("Typo".to_owned(), 1)])).is_err());
 /// # Ok::<(), switchyard_layers::retry::RetryPolicyError>(())
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RetryPolicy {
-    /// 400-class errors the caller caused, context-window errors included (`BadRequestErrorRetries`).
-    pub bad_request: Option<u32>,
-    /// 401/403 (`AuthenticationErrorRetries`).
-    pub authentication: Option<u32>,
-    /// 408 and attempts that ran out of time (`TimeoutErrorRetries`).
-    pub timeout: Option<u32>,
-    /// 429 and our own rate-limit refusals (`RateLimitErrorRetries`).
-    pub rate_limit: Option<u32>,
-    /// Content filter refusals (`ContentPolicyViolationErrorRetries`).
-    pub content_policy: Option<u32>,
-    /// 5xx, connection failures and broken transfers (`InternalServerErrorRetries`).
-    pub internal_server_error: Option<u32>,
-}
-
-/// The LiteLLM names of the [`RetryPolicy`] fields, in field order.
-pub const RETRY_POLICY_FIELDS: [&str; 6] = [
-    "BadRequestErrorRetries",
-    "AuthenticationErrorRetries",
-    "TimeoutErrorRetries",
-    "RateLimitErrorRetries",
-    "ContentPolicyViolationErrorRetries",
-    "InternalServerErrorRetries",
-];
-
-impl RetryPolicy {
-    /// A policy that sets no class.
-    pub const fn new() -> Self {
-        Self {
-            bad_request: None,
-            authentication: None,
-            timeout: None,
-            rate_limit: None,
-            content_policy: None,
-            internal_server_error: None,
-        }
-    }
-
-    /// Sets the retries for 400-class errors (context-window errors included).
-    pub const fn bad_request(mut self, n: u32) -> Self {
-        self.bad_request = Some(n);
-        self
-    }
-
-    /// Sets the retries for authentication errors.
-    pub const fn authentication(mut self, n: u32) -> Self {
-        self.authentication = Some(n);
-        self
-    }
-
-    /// Sets the retries for timeouts.
-    pub const fn timeout(mut self, n: u32) -> Self {
-        self.timeout = Some(n);
-        self
-    }
-
-    /// Sets the retries for rate limits.
-    pub const fn rate_limit(mut self, n: u32) -> Self {
-        self.rate_limit = Some(n);
-        self
-    }
-
-    /// Sets the retries for content-policy refusals.
-    pub const fn content_policy(mut self, n: u32) -> Self {
-        self.content_policy = Some(n);
-        self
-    }
-
-    /// Sets the retries for server errors, connection failures and broken transfers.
-    pub const fn internal_server_error(mut self, n: u32) -> Self {
-        self.internal_server_error = Some(n);
-        self
-    }
-
-    /// Reads a LiteLLM `retry_policy` mapping (`BadRequestErrorRetries`, `AuthenticationErrorRetries`,
-    /// `TimeoutErrorRetries`, `RateLimitErrorRetries`, `ContentPolicyViolationErrorRetries`,
-    /// `InternalServerErrorRetries`). An unknown name is an error rather than silently ignored.
-    pub fn from_litellm(map: &BTreeMap<String, u32>) -> Result<Self, RetryPolicyError> {
-        let mut policy = Self::new();
-        for (name, &n) in map {
-            let slot = match name.as_str() {
-                "BadRequestErrorRetries" => &mut policy.bad_request,
-                "AuthenticationErrorRetries" => &mut policy.authentication,
-                "TimeoutErrorRetries" => &mut policy.timeout,
-                "RateLimitErrorRetries" => &mut policy.rate_limit,
-                "ContentPolicyViolationErrorRetries" => &mut policy.content_policy,
-                "InternalServerErrorRetries" => &mut policy.internal_server_error,
-                _ => return Err(RetryPolicyError { field: name.clone() }),
-            };
-            *slot = Some(n);
-        }
-        Ok(policy)
-    }
-
-    /// The retries this policy sets for an outcome's class, if it sets that class.
-    ///
-    /// Classes: bad request and context window → `bad_request`; auth → `authentication`;
-    /// timeout → `timeout`; rate limited → `rate_limit`; content policy → `content_policy`;
-    /// server error, connect and transport → `internal_server_error`. Not-found and success have
-    /// no class.
-    pub fn for_outcome(&self, outcome: Outcome) -> Option<u32> {
-        match outcome {
-            Outcome::BadRequest | Outcome::ContextWindowExceeded => self.bad_request,
-            Outcome::Auth => self.authentication,
-            Outcome::Timeout => self.timeout,
-            Outcome::RateLimited => self.rate_limit,
-            Outcome::ContentPolicy => self.content_policy,
-            Outcome::ServerError | Outcome::Connect | Outcome::Transport => self.internal_server_error,
-            Outcome::NotFound | Outcome::Success => None,
-        }
-    }
-}
+pub type RetryPolicy = PerErrorClass<Retries>;
 
 /// A LiteLLM retry policy named a field that does not exist.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RetryPolicyError {
-    field: String,
-}
-
-impl RetryPolicyError {
-    /// The unknown field name.
-    pub fn field(&self) -> &str {
-        &self.field
-    }
-}
-
-impl fmt::Display for RetryPolicyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown retry policy field `{}`; expected one of {}", self.field, RETRY_POLICY_FIELDS.join(", "))
-    }
-}
-
-impl std::error::Error for RetryPolicyError {}
+pub type RetryPolicyError = UnknownPolicyField;
 
 /// Why the retry layer gave up on a group (for traces and tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -291,6 +173,8 @@ pub(crate) fn jitter(unit: f64) -> Duration {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use proptest::prelude::*;
 
     use super::*;
