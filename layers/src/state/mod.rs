@@ -2,8 +2,8 @@
 //!
 //! Shared state (cooldowns, outcome counts for the cooldown rules, RPM/TPM usage windows and
 //! reservations, spend) goes through a backend: in memory by default, Redis for several replicas
-//! (a later release; each operation here maps to at most one Redis command or script, see
-//! `docs/state.md`). Per-replica state (in-flight counts, latency samples, peak-EWMA) is always
+//! (feature `redis`; each operation here maps to at most one Redis command or script, see
+//! `docs/state.md` and `docs/redis.md`). Per-replica state (in-flight counts, latency samples, peak-EWMA) is always
 //! local: see [`LocalState`].
 //!
 //! All time is `tokio::time`, so tests run on a paused clock.
@@ -395,15 +395,8 @@ impl StateStore {
         }
     }
 
-    /// A cheap local check: `false` only when no deployment is cooling down or half-open anywhere.
-    /// `true` means "read to find out". (The cooldown layer asks
-    /// [`may_have_cooldowns_among`](Self::may_have_cooldowns_among) its candidates.)
-    pub fn may_have_cooldowns(&self) -> bool {
-        self.mirror().may_have_cooldowns()
-    }
-
-    /// The same check for a few deployments: `false` only when none of `ids` is cooling down or
-    /// half-open, so the cooldown layer can skip its read for a group none of whose deployments
+    /// A cheap local check for a few deployments: `false` only when none of `ids` is cooling down
+    /// or half-open (`true` means "read to find out"), so the cooldown layer can skip its read for a group none of whose deployments
     /// is benched while others are. Local (with Redis, the mirror); it costs a binary search per
     /// id in the list of benched deployments, not a read of each id's record.
     ///
@@ -708,21 +701,21 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_benched_count_follows_every_insert_and_removal() {
         let store = StateStore::memory();
-        assert!(!store.may_have_cooldowns());
+        assert!(!store.mirror().may_have_cooldowns());
         let (a, b) = (DeploymentId::from("a"), DeploymentId::from("b"));
         store.set_cooldown(&a, Duration::from_secs(5), "500".into(), Some(500)).await.unwrap();
         store.set_cooldown(&a, Duration::from_secs(9), "500".into(), Some(500)).await.unwrap();
         store.set_cooldown(&b, Duration::from_secs(60), "429".into(), Some(429)).await.unwrap();
         assert!(store.clear_cooldown(&b).await.unwrap());
-        assert!(store.may_have_cooldowns(), "a is still benched");
+        assert!(store.mirror().may_have_cooldowns(), "a is still benched");
         tokio::time::advance(Duration::from_secs(10)).await;
         // An expired record is dropped when read, and the count with it.
         assert_eq!(store.cooldown_states(std::slice::from_ref(&a)).await.unwrap(), vec![CooldownState::Available]);
-        assert!(!store.may_have_cooldowns());
+        assert!(!store.mirror().may_have_cooldowns());
         store.set_cooldown(&b, Duration::from_secs(1), "x".into(), None).await.unwrap();
         tokio::time::advance(Duration::from_secs(2)).await;
         assert!(store.all_cooldowns().await.unwrap().is_empty());
-        assert!(!store.may_have_cooldowns());
+        assert!(!store.mirror().may_have_cooldowns());
     }
 
     #[tokio::test(start_paused = true)]
@@ -731,7 +724,7 @@ mod tests {
         let [a, b, c] = ["a", "b", "c"].map(DeploymentId::from);
         assert!(!store.may_have_cooldowns_among([&a, &b, &c]));
         store.set_cooldown(&b, Duration::from_secs(5), "500".into(), Some(500)).await.unwrap();
-        assert!(store.may_have_cooldowns(), "something is benched somewhere");
+        assert!(store.mirror().may_have_cooldowns(), "something is benched somewhere");
         assert!(!store.may_have_cooldowns_among([&a, &c]), "but none of these");
         assert!(store.may_have_cooldowns_among([&a, &b]));
         assert!(!store.may_have_cooldowns_among([]));
