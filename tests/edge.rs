@@ -545,3 +545,122 @@ async fn exactly_one_validated_request_id_goes_upstream_and_back() {
     let upstream = seen.lock().expect("lock").pop().expect("called");
     assert_eq!(upstream.get_all("x-request-id").iter().cloned().collect::<Vec<_>>(), ids);
 }
+
+/// A gateway whose embeddings are 512 numbers long: a JSON answer of several KiB.
+fn large_json_gateway() -> Gateway {
+    let profile = SimProfile::builder().embedding_dims(512).build().expect("valid profile");
+    Gateway::builder(Config::from_yaml_str(OPEN).expect("valid config"))
+        .provider(SimProvider::new(3).default_profile(profile))
+        .build()
+        .expect("gateway")
+}
+
+async fn raw_call(gw: &Gateway, path: &str, body: Value, accept_encoding: Option<&str>) -> http::Response<Bytes> {
+    let mut req = Request::post(path).header("content-type", "application/json");
+    if let Some(encoding) = accept_encoding {
+        req = req.header("accept-encoding", encoding);
+    }
+    let req = req.body(Body::from(body.to_string())).expect("request");
+    let resp = tokio::time::timeout(PATIENCE, gw.router().oneshot(req)).await.expect("in time").expect("infallible");
+    let (parts, body) = resp.into_parts();
+    let body = tokio::time::timeout(PATIENCE, body.collect()).await.expect("in time").expect("body").to_bytes();
+    http::Response::from_parts(parts, body)
+}
+
+#[tokio::test]
+async fn a_large_json_answer_is_gzipped_only_for_a_client_that_accepts_gzip() {
+    let gw = large_json_gateway();
+    let embed = json!({ "model": "gpt-4o", "input": "hello" });
+
+    let plain = raw_call(&gw, "/v1/embeddings", embed.clone(), None).await;
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert!(!plain.headers().contains_key("content-encoding"));
+    assert!(plain.body().len() >= 1024, "the answer is large: {} bytes", plain.body().len());
+    let _: Value = serde_json::from_slice(plain.body()).expect("JSON as it is");
+
+    let gzipped = raw_call(&gw, "/v1/embeddings", embed.clone(), Some("br;q=1.0, gzip;q=0.5")).await;
+    assert_eq!(gzipped.status(), StatusCode::OK);
+    assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    assert_eq!(gzipped.headers()["vary"], "accept-encoding");
+    assert!(!gzipped.headers().contains_key("content-length"));
+    assert_eq!(gzipped.body()[..2], [0x1f, 0x8b], "a gzip member");
+    assert!(gzipped.body().len() < plain.body().len());
+    // The routing headers and the request id are still there.
+    assert_eq!(gzipped.headers()["x-switchyard-model-group"], "gpt-4o");
+    assert!(gzipped.headers().contains_key("x-request-id"));
+
+    // An encoding the gateway does not speak, or gzip refused: the answer as it is.
+    for refused in ["br", "gzip;q=0, identity"] {
+        let answer = raw_call(&gw, "/v1/embeddings", embed.clone(), Some(refused)).await;
+        assert!(!answer.headers().contains_key("content-encoding"), "{refused}");
+        let _: Value = serde_json::from_slice(answer.body()).expect("JSON as it is");
+    }
+}
+
+#[tokio::test]
+async fn streams_and_small_answers_are_never_compressed() {
+    let gw = large_json_gateway();
+    let chat = |stream: bool| json!({ "model": "gpt-4o", "stream": stream, "messages": [{ "role": "user", "content": "hi" }] });
+
+    let stream = raw_call(&gw, "/v1/chat/completions", chat(true), Some("gzip")).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(stream.headers()["content-type"].to_str().expect("ascii").starts_with("text/event-stream"));
+    assert!(!stream.headers().contains_key("content-encoding"), "a stream is never compressed");
+    assert!(!stream.headers().contains_key("vary"));
+    let text = std::str::from_utf8(stream.body()).expect("plain text events");
+    assert!(text.contains("data: [DONE]"), "{text}");
+
+    let small = raw_call(&gw, "/v1/chat/completions", chat(false), Some("gzip")).await;
+    assert_eq!(small.status(), StatusCode::OK);
+    assert!(small.body().len() < 1024, "{} bytes", small.body().len());
+    assert!(!small.headers().contains_key("content-encoding"), "not worth compressing");
+    let _: Value = serde_json::from_slice(small.body()).expect("JSON as it is");
+}
+
+/// A provider that panics on every call: a bug anywhere below the edge.
+fn panicking() -> impl tower::Service<
+    Request<Bytes>,
+    Response = http::Response<switchyard::layers::RouteBody>,
+    Error = switchyard::layers::BoxError,
+    Future: Send + 'static,
+> + Clone
++ Send
++ Sync
++ 'static {
+    tower::service_fn(|_req: Request<Bytes>| async move {
+        if true {
+            panic!("a provider bug");
+        }
+        Ok(http::Response::new(switchyard::layers::RouteBody::empty()))
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_while_answering_is_a_500_and_the_connection_serves_the_next_request() {
+    let gw = Gateway::builder(Config::from_yaml_str(OPEN).expect("valid config"))
+        .provider(panicking())
+        .build()
+        .expect("gateway");
+    let (addr, _stop) = serve(gw).await;
+    let mut stream = TcpStream::connect(&addr).await.expect("connect");
+    let chat = json!({ "model": "gpt-4o", "messages": [{ "role": "user", "content": "hi" }] }).to_string();
+    let request = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nx-request-id: req-panic\r\ncontent-length: {}\r\n\r\n{chat}",
+        chat.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let answer = read_response(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 500"), "{answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("x-switchyard-error: internal_error"), "{answer}");
+    assert!(lower.contains("x-request-id: req-panic"), "{answer}");
+    let body: Value = serde_json::from_str(&answer[answer.find("\r\n\r\n").expect("head") + 4..]).expect("JSON");
+    assert_eq!(body["error"]["type"], "server_error");
+    assert_eq!(body["error"]["code"], "internal_error");
+    assert!(!answer.contains("a provider bug"), "the panic is not shown to the client");
+
+    // The same connection serves the next request.
+    stream.write_all(LIVENESS).await.expect("write");
+    let answer = read_response(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

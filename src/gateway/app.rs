@@ -1,10 +1,14 @@
 //! The axum app: the OpenAI and Anthropic endpoints (the routing stack behind the ingress), the
 //! gateway's own endpoints, and the layers every request goes through.
 //!
-//! Outermost first: request id, span and request metrics (every answer, 404s included); CORS
-//! when origins are configured; the origin and host checks (`origin`); the master key (every route but the health probes and the dashboard's static page); then either a
-//! handler or, for the OpenAI endpoints, the ingress (body limit, JSON, errors as OpenAI answers),
-//! the observer (routing headers, attempt metrics, the dashboard's windows) and the routing stack.
+//! Outermost first: the request id (tower-http's `SetRequestId` and `PropagateRequestId`, after
+//! [`request_id::keep_acceptable`]); the span and request metrics (every answer, 404s and
+//! panics included); response compression for large JSON answers ([`compress`]); the panic
+//! catcher ([`panic`]); CORS when origins are configured; the origin and host checks
+//! (`origin`); the master key (every route but the health probes and the dashboard's static
+//! page); then either a handler or, for the OpenAI endpoints, the ingress (body limit, JSON,
+//! errors as OpenAI answers), the observer (routing headers, attempt metrics, the dashboard's
+//! windows) and the routing stack.
 
 use std::sync::Arc;
 
@@ -13,12 +17,14 @@ use axum::{
     routing::{get, post, post_service},
 };
 use switchyard_services::ingress::IngressLayer;
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, util::MapRequestLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use super::{
-    Shared, auth, error,
+    Shared, auth, compress, error,
+    headers::REQUEST_ID,
     observe::ObserveLayer,
-    origin, request_id,
+    origin, panic, request_id,
     routes::{deployments, health, models, reload, responses, state},
     ui,
 };
@@ -94,5 +100,12 @@ pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
         Some(cors) => app.layer(cors),
         None => app,
     };
-    app.layer(middleware::from_fn(request_id::track)).with_state(shared)
+    // `Router::layer` wraps what is already there: the last layer added is the outermost.
+    app.layer(panic::layer())
+        .layer(compress::layer())
+        .layer(middleware::from_fn(request_id::track))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+        .layer(MapRequestLayer::new(request_id::keep_acceptable::<axum::body::Body>))
+        .with_state(shared)
 }

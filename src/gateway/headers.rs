@@ -4,7 +4,8 @@
 //! No upstream header reaches the client: the provider builds each answer's head itself
 //! (`content-type`, and `cache-control` on a stream); on an error answer `Retry-After` /
 //! `retry-after-ms` are written as numbers from the classified wait, never copied; everything
-//! else an answer carries is set here or by the gateway (`x-request-id`, `x-switchyard-error`).
+//! else an answer carries is set here or by the gateway (`x-request-id`, `x-switchyard-error`, and
+//! `content-encoding` / `vary` on a compressed answer).
 //! So an upstream's `set-cookie`, `www-authenticate`, hop-by-hop or `x-` headers are dropped,
 //! whatever they hold (`upstream_headers_are_not_forwarded_to_the_client` in
 //! `tests/security.rs`). Values written here are group names and deployment ids from the config,

@@ -41,6 +41,7 @@
 mod app;
 mod auth;
 mod builder;
+mod compress;
 mod conn;
 mod cutoff;
 mod error;
@@ -48,6 +49,7 @@ pub mod headers;
 mod metrics;
 mod observe;
 mod origin;
+mod panic;
 mod reload;
 mod request_id;
 mod routes;
