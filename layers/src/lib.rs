@@ -27,6 +27,7 @@
 
 pub mod body;
 pub mod catalog;
+pub mod classify;
 pub mod cooldown;
 pub mod ctx;
 pub mod deadline;
@@ -43,7 +44,9 @@ pub mod retry;
 pub mod seed;
 pub mod select;
 pub mod semconv;
+pub mod span;
 mod spare;
+pub mod stack;
 pub mod state;
 
 pub use body::{BodyEnd, RouteBody, Usage};

@@ -7,7 +7,6 @@
 //! through the same layers.
 
 mod client;
-mod span;
 
 use std::{fmt, sync::Arc};
 
@@ -18,16 +17,16 @@ use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook, CooldownLayer},
-    deadline::DeadlineLayer,
     deployment::RegistryError,
-    fallback::{FallbackConfig, FallbackEvent, FallbackLayer},
-    precall::{PreCallConfig, PreCallLayer},
-    retry::{RetryBudget, RetryConfig, RetryLayer, RetryPolicy},
-    select::{SelectConfigError, SelectLayer, Strategies},
+    fallback::{FallbackConfig, FallbackEvent},
+    precall::PreCallConfig,
+    retry::{RetryBudget, RetryConfig, RetryPolicy},
+    select::{SelectConfigError, Strategies},
+    stack::RoutingStack,
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
-use tower::{Service, ServiceBuilder, ServiceExt, util::BoxCloneSyncService};
+use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService};
 
 use crate::{Config, ConfigError, config::RedisSettings};
 
@@ -197,34 +196,24 @@ impl RouterBuilder<'_> {
             &config.routing_groups,
             &config.strategy_args,
         );
-        let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies);
+        // The default order and the pieces the layers share (seed, deadline, fallback tables)
+        // are the layers crate's `RoutingStack`; the router only maps the config onto it.
+        let mut stack = RoutingStack::builder(registry.clone(), store.clone())
+            .strategies(strategies)
+            .deadline(config.settings.deadline)
+            .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
+            .cooldown(cooldown_config(config, self.on_cooldown)?)
+            .retry(retry_config(config)?)
+            .precall(precall_config(config));
         if let Some(seed) = self.seed.or(config.seed) {
-            select = select.with_seed(seed);
+            stack = stack.seed(seed);
         }
-        let cooldown = CooldownLayer::new(registry.clone(), store.clone(), cooldown_config(config, self.on_cooldown)?);
-        let mut retry = RetryLayer::new(registry.clone(), store.clone(), retry_config(config)?);
-        if let Some(seed) = self.seed.or(config.seed) {
-            retry = retry.with_seed(seed.wrapping_add(1));
-        }
-        // The fallback layer tells the retry layer below, through the context, which failures it
-        // takes; neither needs the other's settings.
-        let mut fallback = FallbackLayer::new(registry.clone(), FallbackConfig::new().tables(config.fallbacks.clone()));
         if let Some(hook) = self.on_fallback {
-            fallback = fallback.on_event(move |e| hook(e));
+            stack = stack.on_fallback(move |e| hook(e));
         }
-        let precall = PreCallLayer::new(registry.clone(), store.clone(), precall_config(config));
-        let service = BoxCloneSyncService::new(
-            ServiceBuilder::new()
-                .layer(span::CallSpanLayer)
-                // The call's one deadline, set above every routing layer.
-                .layer(DeadlineLayer::optional(config.settings.deadline))
-                .layer(fallback)
-                .layer(retry)
-                .layer(cooldown.clone())
-                .layer(precall)
-                .layer(select)
-                .service(provider),
-        );
+        let stack = stack.build();
+        let cooldown = stack.cooldown.clone();
+        let service = BoxCloneSyncService::new(stack.layer(provider));
         Ok(Router { registry, store, cooldown, service })
     }
 }

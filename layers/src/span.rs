@@ -1,5 +1,6 @@
-//! The `call` span: one per routed call, around the whole stack, so that the gateway and the
-//! in-process API ([`Router::chat`](super::Router::chat) and friends) trace alike.
+//! [`CallSpanLayer`]: the `call` span, one per routed call, around the whole routing stack, so
+//! that every way into the stack (an HTTP gateway, an in-process API, your own pipeline) traces
+//! alike.
 //!
 //! The span is named after the OpenTelemetry GenAI conventions (`otel.name` = `chat gpt-4o`) and
 //! carries the model requested; when the answer is known it gets the group, deployment and
@@ -9,7 +10,28 @@
 //! events of this span (the fallback and cooldown layers log them while it is current).
 //!
 //! Without a subscriber that wants the span, the layer costs one disabled-span check per call:
-//! no field is computed and nothing is attached to the body.
+//! no field is computed and nothing is attached to the body. Place it outermost, above the
+//! [`DeadlineLayer`](crate::deadline::DeadlineLayer); a request without a
+//! [`RouteCtx`](crate::RouteCtx) passes through without a span.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), switchyard_layers::BoxError> {
+//! use bytes::Bytes;
+//! use tower::{ServiceBuilder, ServiceExt, service_fn};
+//! use switchyard_layers::{BoxError, RouteBody, RouteCtx, span::CallSpanLayer};
+//!
+//! let provider = service_fn(|_req: http::Request<Bytes>| async {
+//!     // Inside the call span: the layers below log their decisions as its events.
+//!     Ok::<_, BoxError>(http::Response::new(RouteBody::from("hi")))
+//! });
+//! let stack = ServiceBuilder::new().layer(CallSpanLayer::new()).service(provider);
+//!
+//! let mut req = http::Request::new(Bytes::new());
+//! req.extensions_mut().insert(RouteCtx::new("gpt-4o"));
+//! stack.oneshot(req).await?;
+//! # Ok(()) }
+//! ```
 
 use std::{
     fmt,
@@ -18,33 +40,53 @@ use std::{
 };
 
 use pin_project_lite::pin_project;
-use switchyard_layers::{
+use tower_layer::Layer;
+use tower_service::Service;
+use tracing::{Instrument, Span, field, instrument::Instrumented};
+
+use crate::{
     BoxError, RouteBody, RouteCtx, RouteError, RouteRequest, Served,
     body::{BodyEnd, BodyEndKind},
     logsafe::Escaped,
     semconv::{operation, provider_and_model},
 };
-use tower::{Layer, Service};
-use tracing::{Instrument, Span, field, instrument::Instrumented};
 
 type Response = http::Response<RouteBody>;
 
-/// Applies [`CallSpan`].
+/// Applies [`CallSpan`]; see the [module docs](self).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct CallSpanLayer;
+pub struct CallSpanLayer {
+    _private: (),
+}
+
+impl CallSpanLayer {
+    /// The layer.
+    pub const fn new() -> Self {
+        Self { _private: () }
+    }
+}
 
 impl<S> Layer<S> for CallSpanLayer {
     type Service = CallSpan<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        CallSpan { inner }
+        CallSpan::new(inner)
     }
 }
 
 /// Runs each call inside its `call` span; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub(crate) struct CallSpan<S> {
+pub struct CallSpan<S> {
     inner: S,
+}
+
+crate::inner_accessors!(CallSpan);
+
+impl<S> CallSpan<S> {
+    /// Wraps `inner`.
+    pub const fn new(inner: S) -> Self {
+        Self { inner }
+    }
 }
 
 impl<S, R> Service<R> for CallSpan<S>
@@ -93,7 +135,7 @@ fn call_span(ctx: &RouteCtx) -> Span {
 pin_project! {
     /// The response future of [`CallSpan`]: the stack's future inside the call span, then the
     /// answer's facts recorded on the span.
-    pub(crate) struct CallFuture<F> {
+    pub struct CallFuture<F> {
         #[pin]
         fut: Instrumented<F>,
     }
@@ -176,4 +218,17 @@ fn record_error(span: &Span, err: &BoxError) {
         span.record("switchyard.deployment.id", id.as_str());
     }
     span.record("switchyard.attempts", route.trail().len());
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    #[test]
+    fn layer_and_service_are_embeddable() {
+        crate::assert_embeddable::<CallSpanLayer>();
+        crate::assert_embeddable::<CallSpan<tower::util::BoxCloneSyncService<http::Request<Bytes>, (), BoxError>>>();
+    }
 }
