@@ -1,9 +1,13 @@
-//! Your own layer between ours, around your own provider.
+//! Every routing layer stacked by hand, your own layer between two of ours, around your own
+//! provider.
 //!
-//! `AuditLayer` (written here, not part of Switchyard) sits between the select layer and the
-//! provider, so it sees which deployment each attempt goes to. `EchoProvider` is a hand-written
-//! `tower::Service` standing in for your HTTP client: it answers with the provider model it was
-//! routed to. Run with `cargo run --example custom_pipeline`.
+//! `RoutingStack::builder` wires the layers once (registry, store, seed, deadline, fallback
+//! tables); destructuring the stack gives each layer to place yourself. `AuditLayer` (written
+//! here, not part of Switchyard) sits between the retry and the cooldown layers, so it sees every
+//! attempt of every retry and hop before the cooldown layer resolves its candidates.
+//! `EchoProvider` is a hand-written `tower::Service` standing in for your HTTP client, wrapped in
+//! the `ClassifyLayer` so that its failures reach cooldown and retry as classified outcomes. Run
+//! with `cargo run --example custom_pipeline`.
 
 use std::{
     future::Future,
@@ -15,11 +19,14 @@ use std::{
     task::{Context, Poll},
 };
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use switchyard::layers::{
     BoxError, Deployment, Registry, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served, StateStore,
-    select::{RoutingStrategy, SelectLayer},
+    classify::ClassifyLayer, fallback::FallbackConfig, retry::RetryConfig, select::RoutingStrategy,
+    stack::RoutingStack,
 };
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
@@ -56,9 +63,10 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        if let Some(d) = req.route_ctx().and_then(|c| c.selected.as_ref()) {
+        // Above the cooldown layer: the attempt's group is known, its deployment not yet.
+        if let Some(ctx) = req.route_ctx() {
             let n = self.attempts.fetch_add(1, Ordering::Relaxed) + 1;
-            println!("attempt #{n}: {} -> {} ({})", req.route_ctx().map_or("", RouteCtx::requested), d.model, d.id);
+            println!("attempt #{n}: {} (attempts so far {}, hop {})", ctx.requested(), ctx.attempts(), ctx.hop);
         }
         self.inner.call(req)
     }
@@ -95,10 +103,26 @@ async fn main() -> Result<(), BoxError> {
         .add(Deployment::builder("chat", "vllm/llama-3.1-8b").api_base("http://10.0.0.7:8000").weight(1.0).build()?)?;
     let store = Arc::new(StateStore::memory());
 
+    // The layers, wired once; then stacked by hand with yours in between.
+    let RoutingStack { call_span, deadline, fallback, retry, cooldown, precall, select, .. } =
+        RoutingStack::builder(registry.clone(), store)
+            .strategies(RoutingStrategy::SimpleShuffle)
+            .seed(1)
+            .deadline(Duration::from_secs(60))
+            .retry(RetryConfig::default().num_retries(2))
+            .fallback(FallbackConfig::new().default_fallbacks(["chat"]))
+            .build();
     let audit = AuditLayer::default();
     let stack = ServiceBuilder::new()
-        .layer(SelectLayer::new(registry.clone(), store, RoutingStrategy::SimpleShuffle.build()).with_seed(1))
+        .layer(call_span)
+        .layer(deadline)
+        .layer(fallback)
+        .layer(retry)
         .layer(audit.clone())
+        .layer(cooldown)
+        .layer(precall)
+        .layer(select)
+        .layer(ClassifyLayer::new())
         .service(EchoProvider);
 
     for _ in 0..8 {
