@@ -12,7 +12,7 @@
 //! Without a subscriber that wants the span, the layer costs one disabled-span check per call:
 //! no field is computed and nothing is attached to the body. Place it outermost, above the
 //! [`DeadlineLayer`](crate::deadline::DeadlineLayer); a request without a
-//! [`RouteCtx`](crate::RouteCtx) passes through without a span.
+//! [`RouteCtx`] passes through without a span.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
