@@ -23,7 +23,7 @@
 //! cargo bench -p switchyard-services --features vertex,mock --bench vertex_tokens -- --warm-up-time 1 --measurement-time 3
 //! ```
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -36,46 +36,19 @@ use switchyard_services::{
 };
 use tower::{ServiceExt, service_fn};
 
-const OPENAI_ANSWER: &str = r#"{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion","created":1741569952,"model":"gpt-4.1-2025-04-14","choices":[{"index":0,"message":{"role":"assistant","content":"I'll check the current weather in Paris for you, and then tell you whether an umbrella is a good idea.","tool_calls":[{"id":"call_12345xyz","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Paris\",\"unit\":\"celsius\"}"}}],"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":472,"completion_tokens":91,"total_tokens":563}}"#;
+mod support;
+use support::{Answer, OPENAI_ANSWER, chat_body, json_answer, openai};
+
 const GEMINI_ANSWER: &str = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"I'll check the current weather in Paris for you, and then tell you whether an umbrella is a good idea."},{"functionCall":{"name":"get_weather","args":{"city":"Paris","unit":"celsius"}}}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":472,"candidatesTokenCount":91,"totalTokenCount":563},"modelVersion":"gemini-2.5-flash","responseId":"mAitaOfXDomvz7IPm8HL2QQ"}"#;
 
 /// The test-only service-account key of `tests/fixtures`.
 const KEY: &str = include_str!("../../tests/fixtures/vertex-test-service-account.json");
 
-fn chat_body() -> Bytes {
-    let body = json!({
-        "model": "assistant",
-        "messages": [
-            {"role": "system", "content": "You are a helpful assistant for travellers. Answer briefly, in the language of the question, and use the tools when the answer depends on current conditions."},
-            {"role": "user", "content": "What is the weather in Paris today, and should I bring an umbrella? I will be walking around the Marais in the afternoon."}
-        ],
-        "max_tokens": 512,
-        "temperature": 0.2,
-        "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Current weather of a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}}],
-        "tool_choice": "auto"
-    });
-    Bytes::from(body.to_string())
-}
-
-type Answer = std::future::Ready<Result<http::Response<Full<Bytes>>, Infallible>>;
-
 /// The upstream: a `generateContent` answer to Gemini's and Vertex AI's paths, an OpenAI chat
 /// completion to anything else.
 fn upstream(req: http::Request<Full<Bytes>>) -> Answer {
     let answer = if req.uri().path().ends_with(":generateContent") { GEMINI_ANSWER } else { OPENAI_ANSWER };
-    let mut resp = http::Response::new(Full::new(Bytes::from_static(answer.as_bytes())));
-    resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    std::future::ready(Ok(resp))
-}
-
-fn openai() -> Deployment {
-    Deployment::builder("assistant", "openai/gpt-4.1")
-        .api_base("http://upstream.invalid/v1")
-        .api_key(ApiKey::new("sk-bench-key"))
-        .build()
-        .expect("valid")
+    json_answer(answer)
 }
 
 fn gemini() -> Deployment {
