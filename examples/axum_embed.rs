@@ -10,7 +10,7 @@
 //!   [`IngressLayer`], which buffers and parses the body once and turns every failure into an
 //!   OpenAI-style answer (the service never fails, as axum requires);
 //! - `/custom/chat/completions`: your own request handling in front of the stack, with axum's
-//!   `HandleErrorLayer` and [`edge::error_response`] turning the stack's errors into the same
+//!   `HandleErrorLayer` and [`http_error::error_response`] turning the stack's errors into the same
 //!   answers.
 //!
 //! The provider is the simulator, so this needs no network and no keys. For the whole gateway
@@ -27,7 +27,7 @@ use bytes::Bytes;
 use switchyard::{
     Config, RouteCtx, Router,
     layers::{BoxError, ctx::Endpoint},
-    services::{edge, facts_from_json, ingress::IngressLayer, sim::SimProvider},
+    services::{facts_from_json, http_error, ingress::IngressLayer, sim::SimProvider},
 };
 use tower::{ServiceBuilder, ServiceExt, service_fn};
 
@@ -56,7 +56,7 @@ async fn main() -> Result<(), BoxError> {
     //    failure (yours or the stack's) becomes an OpenAI-style answer in `HandleErrorLayer`.
     let stack = router.service();
     let custom = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(|err: BoxError| async move { edge::error_response(&err) }))
+        .layer(HandleErrorLayer::new(|err: BoxError| async move { http_error::error_response(&err) }))
         .service(service_fn(move |req: http::Request<Body>| {
             let stack = stack.clone();
             async move {

@@ -29,7 +29,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod edge;
+pub mod http_error;
 pub mod ingress;
 #[cfg(feature = "mock")]
 pub mod mock;

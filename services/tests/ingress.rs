@@ -19,7 +19,7 @@ use switchyard_layers::{
     BoxError, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, ctx::Endpoint,
 };
 use switchyard_services::{
-    edge::ErrorCause,
+    http_error::ErrorCause,
     ingress::{Ingress, IngressLayer},
 };
 use tower::{Service, ServiceBuilder, ServiceExt, service_fn};

@@ -1,5 +1,5 @@
 //! OpenAI-style JSON answers for the gateway's own refusals (authentication, unknown routes,
-//! operations endpoints); routing failures go through `switchyard_services::edge`.
+//! operations endpoints); routing failures go through `switchyard_services::http_error`.
 
 use axum::{
     Json,
@@ -7,7 +7,7 @@ use axum::{
 };
 use http::{HeaderValue, StatusCode};
 use switchyard_services::{
-    edge::ERROR_KIND_HEADER,
+    http_error::ERROR_KIND_HEADER,
     openai::{ApiError, ErrorResponse},
 };
 

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
 use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served, precall::AffinityHit};
-use switchyard_services::edge;
+use switchyard_services::http_error;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
@@ -112,7 +112,7 @@ where
                     }
                     // The answer the ingress would make of `err`, made here to carry the trail.
                     let value = route.map(|r| trail::for_trail(r.trail())).unwrap_or_default();
-                    let mut resp = edge::into_error_response(err);
+                    let mut resp = http_error::into_error_response(err);
                     trail::insert(resp.headers_mut(), &value);
                     Ok(resp)
                 }

@@ -50,7 +50,7 @@ impl ResponseForPanic for PanicAnswer {
 #[cfg(test)]
 mod tests {
     use http_body_util::BodyExt;
-    use switchyard_services::edge::ERROR_KIND_HEADER;
+    use switchyard_services::http_error::ERROR_KIND_HEADER;
     use tower::{Layer, ServiceExt, service_fn};
 
     use super::*;

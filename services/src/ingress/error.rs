@@ -12,7 +12,7 @@ use switchyard_layers::BoxError;
 /// Malformed JSON is not an `IngressError`: it is the [`RouteError`](switchyard_layers::RouteError)
 /// of kind `InvalidRequest` that [`facts_from_json`](crate::openai::facts_from_json) returns.
 /// Opaque with predicates (hyper-util style); [`status`](Self::status) is the HTTP status the edge
-/// answers with, and [`edge::error_response`](crate::edge::error_response) understands it.
+/// answers with, and [`http_error::error_response`](crate::http_error::error_response) understands it.
 ///
 /// ```
 /// use http::StatusCode;

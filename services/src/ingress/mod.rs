@@ -20,7 +20,7 @@
 //!    [acceptable](acceptable_request_id), else 128 random bits in hex; and echoes
 //!    the id on the answer;
 //! 6. calls the inner stack, and turns its error, if any, into an answer with
-//!    [`edge::error_response`](crate::edge::error_response).
+//!    [`http_error::error_response`](crate::http_error::error_response).
 //!
 //! Azure-style paths, `/openai/deployments/{name}/chat/completions` (and `.../embeddings`), are
 //! served too: when the body has no `model`, the deployment name in the path becomes the body's
@@ -28,9 +28,9 @@
 //!
 //! The service is infallible (`Error = Infallible`), which is what axum requires of a route, and
 //! its answers are `http::Response<RouteBody>`, streams included. The error that caused an error
-//! answer is kept in its extensions as an [`ErrorCause`](crate::edge::ErrorCause) for logs and
+//! answer is kept in its extensions as an [`ErrorCause`](crate::http_error::ErrorCause) for logs and
 //! metrics. Users who want the inner `BoxError` themselves skip the ingress and map errors with
-//! [`edge::error_response`](crate::edge::error_response) where they choose.
+//! [`http_error::error_response`](crate::http_error::error_response) where they choose.
 //!
 //! `poll_ready` passes the inner stack's backpressure through and the ready service is taken
 //! for the call (`mem::replace`), so a limit inside the ingress counts a request from the moment

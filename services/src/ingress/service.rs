@@ -16,13 +16,13 @@ use super::{
     IngressLayer, REQUEST_ID_HEADER,
     read::{ReadConfig, endpoint_of, read_request},
 };
-use crate::edge::{in_dialect, into_error_response};
+use crate::http_error::{in_dialect, into_error_response};
 
 /// Reads HTTP requests for a routing stack; see [`IngressLayer`] and the [module docs](super).
 ///
 /// Never fails: every refusal and every error of the inner stack becomes an OpenAI-style answer
-/// ([`edge::error_response`](crate::edge::error_response)), with the error kept in the answer's
-/// extensions as an [`ErrorCause`](crate::edge::ErrorCause).
+/// ([`http_error::error_response`](crate::http_error::error_response)), with the error kept in the answer's
+/// extensions as an [`ErrorCause`](crate::http_error::ErrorCause).
 pub struct Ingress<S> {
     inner: S,
     layer: IngressLayer,

@@ -22,7 +22,7 @@ use switchyard_layers::{
     precall::{Tokenizer, conversation_key, count_input_tokens},
 };
 use switchyard_services::{
-    edge::{in_dialect, into_error_response},
+    http_error::{in_dialect, into_error_response},
     ingress::{IngressError, is_json_content_type},
     openai::facts_from_json,
     provider::has_token_counter,

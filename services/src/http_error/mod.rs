@@ -1,4 +1,4 @@
-//! The HTTP edge: every failure of the stack as an OpenAI-style JSON answer with the right status.
+//! Errors as HTTP answers: every failure of the stack as an OpenAI-style JSON answer with the right status.
 //!
 //! [`error_response`] turns any error a Switchyard stack returns into
 //! `{"error": {"message", "type", "param", "code"}}` with a status a client can act on, and an
@@ -43,7 +43,7 @@
 //! use std::time::Duration;
 //! use http::StatusCode;
 //! use switchyard_layers::{BoxError, RouteError, RouteErrorKind};
-//! use switchyard_services::edge::error_response;
+//! use switchyard_services::http_error::error_response;
 //!
 //! let err: BoxError = RouteError::new(RouteErrorKind::AllCoolingDown, "every deployment of `gpt-4o` is cooling down")
 //!     .with_retry_after(Duration::from_millis(1200))
@@ -161,7 +161,7 @@ pub fn route_error_response(err: &RouteError) -> http::Response<RouteBody> {
         }
         RouteErrorKind::MissingContext => internal_error(name),
         RouteErrorKind::Upstream => upstream::response(err),
-        // A kind added after this edge was written: its own status, a type by class.
+        // A kind added after this table was written: its own status, a type by class.
         _ => {
             let status = err.http_status();
             let kind = if status.is_client_error() { INVALID_REQUEST } else { SERVER_ERROR };
@@ -187,7 +187,7 @@ pub(crate) fn ingress_error_response(err: &IngressError) -> http::Response<Route
 #[derive(Clone, Debug)]
 struct ErrorBody(ApiError);
 
-/// An answer in the dialect of the endpoint the client called: an error answer of this edge
+/// An answer in the dialect of the endpoint the client called: an error answer of this module
 /// (OpenAI's `{"error": {...}}`) becomes Anthropic's `{"type": "error", "error": {"type",
 /// "message"}}` for [`Endpoint::Messages`], with the same status and headers, its `type` chosen
 /// by the status as Anthropic's API does (`invalid_request_error`, `authentication_error`,
@@ -197,7 +197,7 @@ struct ErrorBody(ApiError);
 ///
 /// ```
 /// use switchyard_layers::{BoxError, RouteError, RouteErrorKind, ctx::Endpoint};
-/// use switchyard_services::edge::{error_response, in_dialect};
+/// use switchyard_services::http_error::{error_response, in_dialect};
 ///
 /// let err: BoxError = RouteError::new(RouteErrorKind::InvalidRequest, "`max_tokens` is required").into();
 /// let resp = in_dialect(error_response(&err), Endpoint::Messages);
