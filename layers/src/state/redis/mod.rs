@@ -44,8 +44,8 @@ use conn::{Counted, Counters};
 use keys::Keys;
 
 use super::{
-    Admission, Cooldown, CooldownState, Growth, IdMap, Limits, OutcomeCounts, Reservation, SpendState, StoreConfig,
-    StoreError, WindowUsage, memory::MemoryBackend,
+    Admission, Bookkeeping, Cooldown, CooldownState, Growth, IdMap, Limits, OutcomeCounts, Reservation, SpendState,
+    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
 };
 use crate::DeploymentId;
 
@@ -98,12 +98,12 @@ struct AffinityCache {
 }
 
 /// Everything the backend and its background tasks share.
-pub(super) struct Shared {
+pub(super) struct Replica {
     config: RedisConfig,
     store: StoreConfig,
     keys: Keys,
     /// The mirror of every cooldown, and the whole state while degraded.
-    local: MemoryBackend,
+    local: MemoryState,
     handles: ArcSwapOption<Handles>,
     degraded: AtomicBool,
     health: tokio::sync::watch::Sender<bool>,
@@ -141,7 +141,7 @@ pub(super) struct Shared {
     resync_now: AtomicBool,
 }
 
-impl std::fmt::Debug for Shared {
+impl std::fmt::Debug for Replica {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisBackend")
             .field("config", &self.config)
@@ -153,7 +153,7 @@ impl std::fmt::Debug for Shared {
 /// The Redis backend (feature `redis`).
 #[derive(Debug)]
 pub(super) struct RedisBackend {
-    shared: Arc<Shared>,
+    shared: Arc<Replica>,
     _shutdown: tokio::sync::watch::Sender<()>,
 }
 
@@ -217,10 +217,10 @@ impl RedisBackend {
         let (writes, queue) = mpsc::channel(config.write_queue);
         let keys = Keys::new(config.key_prefix());
         let pending = Arc::new(tokio::sync::watch::Sender::new(0));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(Replica {
             keys,
             store,
-            local: MemoryBackend::new(store),
+            local: MemoryState::new(store),
             handles: ArcSwapOption::empty(),
             degraded: AtomicBool::new(true),
             health: tokio::sync::watch::Sender::new(false),
@@ -260,11 +260,7 @@ impl RedisBackend {
         Ok(Self { shared, _shutdown: shutdown })
     }
 
-    pub(super) fn local(&self) -> &MemoryBackend {
-        &self.shared.local
-    }
-
-    pub(super) fn stats(&self) -> RedisStats {
+        pub(super) fn stats(&self) -> RedisStats {
         let s = &self.shared;
         RedisStats {
             request_round_trips: s.request.round_trips.load(Relaxed),
@@ -278,19 +274,10 @@ impl RedisBackend {
         }
     }
 
-    pub(super) fn is_degraded(&self) -> bool {
-        self.shared.degraded.load(Relaxed)
-    }
-
     pub(super) async fn ready(&self) {
         let mut rx = self.shared.health.subscribe();
         // The sender lives as long as `self`, so this only ends when Redis is reachable.
         let _ = rx.wait_for(|healthy| *healthy).await;
-    }
-
-    /// Runs `work` off the request path: queued for the background writer.
-    pub(super) fn detach(&self, work: BoxFuture<'static, ()>) {
-        self.shared.detach(work);
     }
 
     /// Waits until every detached write queued so far has run (some add to the success batch),
@@ -307,11 +294,6 @@ impl RedisBackend {
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
         self.shared.remember(ids);
         self.shared.local.cooldown_states(ids)
-    }
-
-    pub(super) fn cooldowns(&self, ids: &[DeploymentId]) -> Vec<Option<Cooldown>> {
-        self.shared.remember(ids);
-        self.shared.local.cooldowns(ids)
     }
 
     pub(super) async fn bench(
@@ -493,16 +475,6 @@ impl RedisBackend {
         s.local.room_in(id, limits, tokens)
     }
 
-    pub(super) async fn reconcile(&self, r: &Reservation, actual: u64) {
-        if !r.remote {
-            return self.shared.local.reconcile(r, actual);
-        }
-        let s = &self.shared;
-        if let Some(mut h) = s.request_handle() {
-            s.run::<i64>(&s.adjust(r, actual), &mut h).await;
-        }
-    }
-
     pub(super) fn reconcile_detached(&self, r: &Reservation, actual: u64) {
         if !r.remote {
             return self.shared.local.reconcile(r, actual);
@@ -512,21 +484,10 @@ impl RedisBackend {
         }
         let shared = self.shared.clone();
         let r = r.clone();
-        self.detach(Box::pin(async move {
+        self.shared.detach(Box::pin(async move {
             let Some(mut h) = shared.background_handle() else { return };
             shared.run::<i64>(&shared.adjust(&r, actual), &mut h).await;
         }));
-    }
-
-    pub(super) async fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
-        let s = &self.shared;
-        if let Some(mut h) = s.request_handle()
-            && let Some(total) = s.spend_remote(key, amount, period, &mut h).await
-        {
-            return total;
-        }
-        s.spend_locally(key, amount, period);
-        s.local.add_spend(key, amount, period)
     }
 
     pub(super) fn add_spend_detached(&self, key: &str, amount: f64, period: Duration) {
@@ -579,10 +540,6 @@ impl RedisBackend {
         Ok(cached.into_iter().map(|c| spend_state(c.unwrap_or_else(|| read.next().unwrap_or_default()), now)).collect())
     }
 
-    pub(super) async fn spend(&self, key: &str) -> Result<f64, StoreError> {
-        Ok(self.spends(&[key]).await?[0].total)
-    }
-
     pub(super) async fn affinity(&self, key: &str) -> Option<DeploymentId> {
         let s = &self.shared;
         let Some(mut h) = s.request_handle() else { return s.local.affinity(key) };
@@ -615,6 +572,102 @@ impl RedisBackend {
     }
 }
 
+impl StoreBackend for RedisBackend {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn is_degraded(&self) -> bool {
+        self.shared.degraded.load(Relaxed)
+    }
+
+    fn ready(&self) -> StoreFuture<'_, ()> {
+        StoreFuture::pending(self.ready())
+    }
+
+    fn flush(&self) -> StoreFuture<'_, ()> {
+        StoreFuture::pending(self.flush())
+    }
+
+    fn redis_stats(&self) -> Option<RedisStats> {
+        Some(self.stats())
+    }
+
+    fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.local.watch_cooldowns()
+    }
+
+    fn cooldown_states<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<CooldownState>> {
+        StoreFuture::ready(self.cooldown_states(ids))
+    }
+
+    fn may_have_cooldowns_among(&self, ids: &mut dyn Iterator<Item = &DeploymentId>) -> bool {
+        self.shared.local.may_have_cooldowns_among(ids)
+    }
+
+    fn all_cooldowns(&self) -> StoreFuture<'_, Vec<(DeploymentId, CooldownState)>> {
+        StoreFuture::ready(self.shared.local.all_cooldowns())
+    }
+
+    fn bench<'a>(
+        &'a self,
+        id: &'a DeploymentId,
+        base: Duration,
+        reason: Arc<str>,
+        status: Option<u16>,
+        growth: Option<Growth>,
+    ) -> StoreFuture<'a, Cooldown> {
+        StoreFuture::pending(self.bench(id, base, reason, status, growth))
+    }
+
+    fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        StoreFuture::pending(self.claim_probe(id, hold))
+    }
+
+    fn clear_cooldown<'a>(&'a self, id: &'a DeploymentId) -> StoreFuture<'a, bool> {
+        StoreFuture::pending(self.clear_cooldown(id))
+    }
+
+    fn record_outcome<'a>(&'a self, id: &'a DeploymentId, success: bool) -> StoreFuture<'a, OutcomeCounts> {
+        StoreFuture::pending(self.record_outcome(id, success))
+    }
+
+    fn usage<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<WindowUsage>> {
+        StoreFuture::ready(self.usage(ids))
+    }
+
+    fn try_reserve<'a>(&'a self, id: &'a DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'a, Admission> {
+        StoreFuture::pending(self.try_reserve(id, limits, tokens))
+    }
+
+    fn room_in<'a>(&'a self, id: &'a DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'a, Duration> {
+        StoreFuture::pending(self.room_in(id, limits, tokens))
+    }
+
+    fn spends<'a>(&'a self, keys: &'a [&'a str]) -> StoreFuture<'a, Result<Vec<SpendState>, StoreError>> {
+        StoreFuture::pending(self.spends(keys))
+    }
+
+    fn affinity<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<DeploymentId>> {
+        StoreFuture::pending(self.affinity(key))
+    }
+
+    fn set_affinity<'a>(&'a self, key: &'a str, id: &'a DeploymentId, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.set_affinity(key, id, ttl);
+        StoreFuture::ready(())
+    }
+
+    fn run_bookkeeping(&self, work: Bookkeeping<'_>) {
+        match work {
+            Bookkeeping::Success(id) => self.count_success(id),
+            Bookkeeping::ReleaseProbe(id) => self.release_probe(id),
+            Bookkeeping::Reconcile { reservation, actual_tokens } => self.reconcile_detached(reservation, actual_tokens),
+            Bookkeeping::Spend { key, amount, period } => self.add_spend_detached(key, amount, period),
+            Bookkeeping::Task(task) => self.shared.detach(task),
+        }
+    }
+}
+
 fn spend_state(v: SpendCache, now: Instant) -> SpendState {
     match v.resets_at.and_then(|at| at.checked_duration_since(now)).filter(|d| !d.is_zero()) {
         Some(resets_in) => SpendState { total: v.total, resets_in: Some(resets_in) },
@@ -622,7 +675,7 @@ fn spend_state(v: SpendCache, now: Instant) -> SpendState {
     }
 }
 
-impl Shared {
+impl Replica {
     /// The resolution in µs, in whole milliseconds as the memory window counts it.
     fn resolution_us(&self) -> u64 {
         u64::try_from(self.store.resolution.as_millis()).unwrap_or(u64::MAX).max(1).saturating_mul(1000)

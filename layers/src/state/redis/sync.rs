@@ -16,7 +16,7 @@ use tokio::{
 };
 
 use super::{
-    Handles, Shared,
+    Handles, Replica,
     config::{Topology, mask_credentials},
     conn::{Conn, Counted},
     scripts,
@@ -62,7 +62,7 @@ pub(super) async fn writer(mut queue: mpsc::Receiver<BoxFuture<'static, ()>>, pe
 }
 
 /// The connection settings of one URL, with the configured password.
-fn connection_info(shared: &Shared, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
+fn connection_info(shared: &Replica, url: &str) -> redis::RedisResult<redis::ConnectionInfo> {
     // Small requests on a multiplexed connection: Nagle would hold one back behind another's ACK.
     let info = url.into_connection_info()?.set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true));
     Ok(match &shared.config.password {
@@ -75,7 +75,7 @@ fn connection_info(shared: &Shared, url: &str) -> redis::RedisResult<redis::Conn
 }
 
 /// A client for one URL, verifying TLS servers against the configured CA when there is one.
-fn client(shared: &Shared, url: &str) -> redis::RedisResult<Client> {
+fn client(shared: &Replica, url: &str) -> redis::RedisResult<Client> {
     let info = connection_info(shared, url)?;
     match &shared.config.ca_cert_pem {
         Some(pem) => Client::build_with_tls(info, certificates(pem)),
@@ -87,7 +87,7 @@ fn certificates(pem: &[u8]) -> redis::TlsCertificates {
     redis::TlsCertificates { client_tls: None, root_cert: Some(pem.to_vec()) }
 }
 
-async fn connect(shared: &Shared) -> redis::RedisResult<Conn> {
+async fn connect(shared: &Replica) -> redis::RedisResult<Conn> {
     let c = &shared.config;
     match &c.topology {
         Topology::Single(url) => {
@@ -116,7 +116,7 @@ async fn connect(shared: &Shared) -> redis::RedisResult<Conn> {
 
 /// Connects, then every tick: probes while degraded (and resyncs when Redis is back), refreshes
 /// the read caches, and re-reads every known cooldown each `resync_interval`.
-pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>) {
+pub(super) async fn supervise(weak: Weak<Replica>, mut stop: watch::Receiver<()>) {
     let tick = {
         let Some(s) = weak.upgrade() else { return };
         s.config.sync_interval.min(s.config.resync_interval)
@@ -166,14 +166,14 @@ pub(super) async fn supervise(weak: Weak<Shared>, mut stop: watch::Receiver<()>)
     }
 }
 
-async fn ping(shared: &Shared, conn: &mut Counted) -> bool {
+async fn ping(shared: &Replica, conn: &mut Counted) -> bool {
     let t = shared.config.response_timeout;
     matches!(tokio::time::timeout(t, redis::cmd("PING").query_async::<String>(conn)).await, Ok(Ok(_)))
 }
 
 /// Records the successes counted since the last tick, one script per deployment; one batch at a
 /// time (the supervisor's tick and `flush`).
-pub(super) async fn flush_successes(shared: &Shared, conn: &mut Counted) {
+pub(super) async fn flush_successes(shared: &Replica, conn: &mut Counted) {
     let _one_at_a_time = shared.flushing.lock().await;
     let ids: Vec<DeploymentId> = shared.successes.iter().map(|e| e.key().clone()).collect();
     let writes = ids.iter().filter_map(|id| {
@@ -192,7 +192,7 @@ pub(super) async fn flush_successes(shared: &Shared, conn: &mut Counted) {
 /// Pushes what this replica did locally while Redis did not take it: cooldowns set (merged:
 /// deadlines extend, strikes and half-open never drop) and cooldowns cleared. Each id leaves the
 /// queue only once Redis took it. Returns whether everything was pushed.
-async fn push_offline(shared: &Shared, conn: &mut Counted) -> bool {
+async fn push_offline(shared: &Replica, conn: &mut Counted) -> bool {
     let mut all = true;
     let now = Instant::now();
     let benched: Vec<DeploymentId> = shared.offline.iter().map(|e| e.key().clone()).collect();
@@ -241,7 +241,7 @@ async fn push_offline(shared: &Shared, conn: &mut Counted) -> bool {
 
 /// Redis is reachable again: push what was done locally meanwhile, re-read every cooldown, and
 /// leave the degraded mode, unless the connection failed again during all this.
-async fn recover(shared: &Shared, conn: &mut Counted) {
+async fn recover(shared: &Replica, conn: &mut Counted) {
     let errors = shared.connection_errors.load(Relaxed);
     push_offline(shared, conn).await;
     // Reservations and spend made while degraded stay local (they were counted by this replica's
@@ -265,7 +265,7 @@ async fn recover(shared: &Shared, conn: &mut Counted) {
 
 /// Re-reads every cooldown this replica knows of (and every one in its mirror). Returns whether
 /// every read succeeded.
-async fn resync(shared: &Shared, conn: &mut Counted) -> bool {
+async fn resync(shared: &Replica, conn: &mut Counted) -> bool {
     let mut ids: Vec<DeploymentId> = shared.known.iter().map(|e| e.key().clone()).collect();
     for (id, _) in shared.local.all_cooldowns() {
         if !shared.known.contains_key(&id) {
@@ -294,7 +294,7 @@ async fn resync(shared: &Shared, conn: &mut Counted) -> bool {
 
 /// Refreshes the usage and spend entries requests read lately (and, every resync, the affinity
 /// entries); drops idle ones.
-async fn refresh(shared: &Shared, conn: &mut Counted, with_affinity: bool) {
+async fn refresh(shared: &Replica, conn: &mut Counted, with_affinity: bool) {
     let now = Instant::now();
     shared.usage.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
     shared.spends.retain(|_, e| now.saturating_duration_since(e.read_at) < CACHE_IDLE);
@@ -347,7 +347,7 @@ async fn refresh(shared: &Shared, conn: &mut Counted, with_affinity: bool) {
 /// On a cluster there is one subscriber per seed node: a message reaches the subscribers of the
 /// node that ran the script directly, and the others through the cluster bus (which can add tens
 /// of milliseconds); the first copy applies, the revision check drops the rest.
-pub(super) async fn subscribe(weak: Weak<Shared>, url: String, mut stop: watch::Receiver<()>) {
+pub(super) async fn subscribe(weak: Weak<Replica>, url: String, mut stop: watch::Receiver<()>) {
     let mut attempt = 0usize;
     loop {
         let session = {
