@@ -509,7 +509,7 @@ mod tests {
             })
             .collect();
         for t in tasks {
-            t.await;
+            t.await.unwrap();
         }
         // A record found running now stays until it is read again; one found over is dropped.
         let states = store.cooldown_states(&ids).await;
