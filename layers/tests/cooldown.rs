@@ -174,9 +174,7 @@ impl Fixture {
     }
 
     async fn until(&self, id: &str) -> Option<Duration> {
-        self.store.cooldowns(&[id.into()]).await[0]
-            .as_ref()
-            .map(|c| c.until.saturating_duration_since(Instant::now()))
+        self.store.cooldowns(&[id.into()]).await[0].as_ref().map(|c| c.until.saturating_duration_since(Instant::now()))
     }
 }
 

@@ -97,9 +97,7 @@ async fn a_cooling_down_sticky_deployment_gives_way_and_the_session_sticks_to_th
     let mut svc = rig(&reg, &store, sticky());
     let first = serve_session(&mut svc, "s").await;
 
-    store
-        .bench(&DeploymentId::from(first.as_str()), Duration::from_secs(30), "429".into(), Some(429), None)
-        .await;
+    store.bench(&DeploymentId::from(first.as_str()), Duration::from_secs(30), "429".into(), Some(429), None).await;
     let second = serve_session(&mut svc, "s").await;
     assert_ne!(second, first);
     advance(Duration::from_secs(31)).await;

@@ -268,15 +268,11 @@ async fn a_sub_millisecond_resolution_keeps_the_whole_window() {
 
     let memory = StateStore::memory_with(sc);
     assert!(matches!(memory.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
-    let Admission::Full { retry_in: memory_wait } = memory.try_reserve(&d, limits, 0).await else {
-        panic!("full")
-    };
+    let Admission::Full { retry_in: memory_wait } = memory.try_reserve(&d, limits, 0).await else { panic!("full") };
 
     let redis = connected(config(&server.url(), &namespace("res")), sc).await;
     assert!(matches!(redis.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
-    let Admission::Full { retry_in: redis_wait } = redis.try_reserve(&d, limits, 0).await else {
-        panic!("full")
-    };
+    let Admission::Full { retry_in: redis_wait } = redis.try_reserve(&d, limits, 0).await else { panic!("full") };
     assert!(memory_wait >= Duration::from_millis(395), "memory {memory_wait:?}");
     assert!(
         redis_wait >= Duration::from_millis(390),
@@ -295,9 +291,7 @@ async fn big_token_counts_and_tpm_boundaries_match_memory() {
     let tpm = 3_000_000_000u64;
     let limits = Limits { rpm: None, tpm: Some(tpm) };
     for store in [&*redis, &memory] {
-        let Admission::Admitted(r) = store.try_reserve(&d, limits, 1_000_000_000).await else {
-            panic!("admitted")
-        };
+        let Admission::Admitted(r) = store.try_reserve(&d, limits, 1_000_000_000).await else { panic!("admitted") };
         assert!(matches!(store.try_reserve(&d, limits, 2_000_000_000).await, Admission::Admitted(_)));
         // Exactly at the limit: one more token does not fit; after reconciling down it does.
         assert!(matches!(store.try_reserve(&d, limits, 1).await, Admission::Full { .. }));
@@ -406,9 +400,7 @@ async fn windows_expire_ticks_that_hold_zero() {
     // Three windows of steady traffic, a call every 5 ms: from the seventh on, each script prunes
     // expired ticks while newer ones stay, and their token and failure counts are 0.
     for _ in 0..18 {
-        let Admission::Admitted(_) = redis.try_reserve(&d, limits, 0).await else {
-            panic!("far below the RPM limit")
-        };
+        let Admission::Admitted(_) = redis.try_reserve(&d, limits, 0).await else { panic!("far below the RPM limit") };
         redis.record_outcome(&d, true).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -449,9 +441,7 @@ async fn many_ticks_prune_wait_and_expire_like_memory() {
         // (a loaded machine may take several ms between the script and the PTTL read).
         let before = std::time::Instant::now();
         for store in [&*redis, &memory] {
-            let Admission::Admitted(_) = store.try_reserve(&d, limits, 1).await else {
-                panic!("token {i} fits")
-            };
+            let Admission::Admitted(_) = store.try_reserve(&d, limits, 1).await else { panic!("token {i} fits") };
         }
         for suffix in ["t", "c"] {
             let left = ttl(suffix);

@@ -122,8 +122,7 @@ async fn cooldowns_extend_and_reach_every_replica(t: &Target) {
     for s in &stores[1..] {
         assert_eq!(s.cooldown_states(std::slice::from_ref(&d)).await, vec![CooldownState::Available]);
     }
-    let long =
-        stores[0].bench(&d, Duration::from_secs(60), "429 from upstream".into(), Some(429), None).await;
+    let long = stores[0].bench(&d, Duration::from_secs(60), "429 from upstream".into(), Some(429), None).await;
     let short = stores[1].bench(&d, Duration::from_secs(5), "500".into(), Some(500), None).await;
     assert_eq!(short.reason, long.reason, "a shorter cooldown never replaces a longer one");
     let gap = short.until.max(long.until) - short.until.min(long.until);
@@ -408,10 +407,7 @@ async fn a_store_starts_while_redis_is_unreachable_and_connects_later() {
     let store = StateStore::redis(config).unwrap();
     assert!(store.is_degraded());
     let d = id("d");
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await,
-        Admission::Admitted(_)
-    ));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Admitted(_)));
     server.restart();
     tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connects once redis is up");
     assert!(!store.is_degraded());
@@ -562,14 +558,8 @@ async fn tls_connections_are_verified_against_the_configured_ca() {
     let store = StateStore::redis(RedisConfig::new(url.clone()).namespace(namespace("tls")).ca_cert_pem(ca)).unwrap();
     tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connected over TLS");
     let d = id("tls");
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await,
-        Admission::Admitted(_)
-    ));
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await,
-        Admission::Full { .. }
-    ));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Admitted(_)));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Full { .. }));
     assert_eq!(store.redis_stats().unwrap().errors, 0);
 
     // Without the CA, the platform's roots do not trust the server: no connection, local state.

@@ -87,13 +87,7 @@ impl Failure {
 }
 
 /// Records an attempt's failure and benches the deployment when the rules say so.
-async fn on_failure(
-    store: &StateStore,
-    config: &CooldownConfig,
-    group: &Group,
-    failure: Failure,
-    probing: bool,
-) {
+async fn on_failure(store: &StateStore, config: &CooldownConfig, group: &Group, failure: Failure, probing: bool) {
     let counts = store.record_outcome(&failure.deployment, false).await;
     let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
     let rule = if probing {

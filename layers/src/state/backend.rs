@@ -20,8 +20,7 @@ use std::{
 use futures_util::future::BoxFuture;
 
 use super::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError,
-    WindowUsage,
+    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
 };
 use crate::DeploymentId;
 

@@ -42,8 +42,7 @@ pub use memory::MemoryBackend;
 #[cfg(feature = "redis")]
 pub use redis::{RedisConfig, RedisStats, Topology};
 pub use types::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError,
-    WindowUsage,
+    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
 };
 
 use crate::DeploymentId;
@@ -406,10 +405,7 @@ mod tests {
         assert_eq!(first.strikes, 1);
         tokio::time::advance(base).await;
         let ids = std::slice::from_ref(&id);
-        assert_eq!(
-            store.cooldown_states(ids).await,
-            vec![CooldownState::HalfOpen { strikes: 1, probing: false }]
-        );
+        assert_eq!(store.cooldown_states(ids).await, vec![CooldownState::HalfOpen { strikes: 1, probing: false }]);
         assert!(store.claim_probe(&id, Duration::from_secs(30)).await);
         assert!(!store.claim_probe(&id, Duration::from_secs(30)).await, "one probe at a time");
         let second = store.bench(&id, base, "500".into(), Some(500), growth).await;

@@ -16,9 +16,9 @@ use tokio::{
 };
 
 use super::{
-    Handles, Replica,
+    Replica,
     config::{Topology, mask_credentials},
-    conn::{Conn, Counted},
+    conn::{Conn, Counted, Handles},
     scripts,
 };
 use crate::{DeploymentId, state::WindowUsage};
@@ -390,6 +390,17 @@ pub(super) async fn subscribe(weak: Weak<Replica>, url: String, mut stop: watch:
         tokio::select! {
             _ = stop.changed() => return,
             () = tokio::time::sleep(backoff) => {}
+        }
+    }
+}
+
+impl Replica {
+    pub(super) fn detach(&self, work: BoxFuture<'static, ()>) {
+        self.pending.send_modify(|n| *n += 1);
+        if self.writes.try_send(work).is_err() {
+            self.pending.send_modify(|n| *n = n.saturating_sub(1));
+            self.dropped.fetch_add(1, Relaxed);
+            metrics::counter!("switchyard_state_redis_dropped_writes_total").increment(1);
         }
     }
 }
