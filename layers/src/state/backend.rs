@@ -43,17 +43,6 @@ impl<'a, T> StoreFuture<'a, T> {
     pub fn pending(future: impl Future<Output = T> + Send + 'a) -> Self {
         Self(Answer::Pending(Box::pin(future)))
     }
-
-    /// The answer, if it was made at once.
-    pub fn now_or_never(self) -> Option<T>
-    where
-        T: Send,
-    {
-        match self.0 {
-            Answer::Ready(value) => value,
-            Answer::Pending(future) => futures_util::FutureExt::now_or_never(future),
-        }
-    }
 }
 
 // The answer is never pinned in place (it is moved out when ready).
@@ -79,8 +68,8 @@ impl<T> fmt::Debug for StoreFuture<'_, T> {
     }
 }
 
-/// Work the request does not wait for, handed to [`StoreBackend::run_bookkeeping`].
-#[non_exhaustive]
+/// Work the request does not wait for, handed to [`StoreBackend::run_bookkeeping`]. A backend
+/// handles every variant: a new one is a breaking change, so no write is ever dropped unseen.
 pub enum Bookkeeping<'a> {
     /// A successful attempt whose counts nobody reads (a networked backend may batch them).
     Success(&'a DeploymentId),

@@ -41,7 +41,7 @@ fn spend_state(v: SpendCache, now: Instant) -> SpendState {
 
 impl RedisBackend {
     pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
-        let s = &self.shared;
+        let s = &self.replica;
         if s.request_handle().is_none() {
             return s.local.usage(ids);
         }
@@ -62,7 +62,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn spends(&self, keys: &[&str]) -> Result<Vec<SpendState>, StoreError> {
-        let s = &self.shared;
+        let s = &self.replica;
         let Some(h) = s.request_handle() else {
             if s.config.budgets_fail_closed {
                 return Err(StoreError::new("redis is unreachable and budgets are configured fail-closed"));
@@ -92,7 +92,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn affinity(&self, key: &str) -> Option<DeploymentId> {
-        let s = &self.shared;
+        let s = &self.replica;
         let Some(mut h) = s.request_handle() else { return s.local.affinity(key) };
         let now = Instant::now();
         if let Some(mut e) = s.affinity.get_mut(key) {

@@ -53,8 +53,8 @@ struct Message {
 
 impl RedisBackend {
     pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
-        self.shared.remember(ids);
-        self.shared.local.cooldown_states(ids)
+        self.replica.remember(ids);
+        self.replica.local.cooldown_states(ids)
     }
 }
 

@@ -16,6 +16,12 @@
 //! So an attempt costs at most one round trip on its path: the reservation, when the deployment
 //! has a limit (or the strategy reads usage). When Redis is unreachable, everything falls back to
 //! the local state of this replica (the degraded mode) and a supervisor reconnects and resyncs.
+//!
+//! Where things are: `Replica` (below) is this replica's side of the state; `mirror.rs` the
+//! cooldown mirror and the messages that keep it current, `cache.rs` the read caches, `ops.rs` the
+//! operations that go to Redis, `conn.rs` the connection and its calls (reply timeout, degraded
+//! mode), `sync.rs` the background tasks (writer, supervisor, subscriber), `keys.rs` and
+//! `scripts.rs` the key names and the Lua scripts.
 
 mod cache;
 mod config;
@@ -73,7 +79,9 @@ pub struct RedisStats {
     pub degraded: bool,
 }
 
-/// Everything the backend and its background tasks share.
+/// This replica's side of the shared state: its connection, its mirror of the cooldowns, its read
+/// caches, the writes waiting for Redis, and its counters. The backend and its background tasks
+/// (`sync.rs`) hold it.
 pub(super) struct Replica {
     config: RedisConfig,
     store: StoreConfig,
@@ -129,7 +137,7 @@ impl std::fmt::Debug for Replica {
 /// The Redis backend (feature `redis`).
 #[derive(Debug)]
 pub(super) struct RedisBackend {
-    shared: Arc<Replica>,
+    replica: Arc<Replica>,
     _shutdown: tokio::sync::watch::Sender<()>,
 }
 
@@ -168,7 +176,7 @@ impl RedisBackend {
         let (writes, queue) = mpsc::channel(config.write_queue);
         let keys = Keys::new(config.key_prefix());
         let pending = Arc::new(tokio::sync::watch::Sender::new(0));
-        let shared = Arc::new(Replica {
+        let replica = Arc::new(Replica {
             keys,
             store,
             local: MemoryState::new(store),
@@ -200,19 +208,19 @@ impl RedisBackend {
         metrics::gauge!("switchyard_state_redis_degraded").set(1.0);
         let (shutdown, stop) = tokio::sync::watch::channel(());
         runtime.spawn(sync::writer(queue, pending));
-        runtime.spawn(sync::supervise(Arc::downgrade(&shared), stop.clone()));
-        let urls = match &shared.config.topology {
+        runtime.spawn(sync::supervise(Arc::downgrade(&replica), stop.clone()));
+        let urls = match &replica.config.topology {
             Topology::Single(url) => vec![url.clone()],
             Topology::Cluster(nodes) => nodes.clone(),
         };
         for url in urls {
-            runtime.spawn(sync::subscribe(Arc::downgrade(&shared), url, stop.clone()));
+            runtime.spawn(sync::subscribe(Arc::downgrade(&replica), url, stop.clone()));
         }
-        Ok(Self { shared, _shutdown: shutdown })
+        Ok(Self { replica, _shutdown: shutdown })
     }
 
     pub(super) fn stats(&self) -> RedisStats {
-        let s = &self.shared;
+        let s = &self.replica;
         RedisStats {
             request_round_trips: s.request.round_trips.load(Relaxed),
             request_commands: s.request.commands.load(Relaxed),
@@ -226,7 +234,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn ready(&self) {
-        let mut rx = self.shared.health.subscribe();
+        let mut rx = self.replica.health.subscribe();
         // The sender lives as long as `self`, so this only ends when Redis is reachable.
         let _ = rx.wait_for(|healthy| *healthy).await;
     }
@@ -235,10 +243,10 @@ impl RedisBackend {
     /// then records the batched success counts now rather than at the supervisor's next tick
     /// (after its batch in flight, if it has one).
     pub(super) async fn flush(&self) {
-        let mut rx = self.shared.pending.subscribe();
+        let mut rx = self.replica.pending.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
-        if let Some(mut bg) = self.shared.background_handle() {
-            sync::flush_successes(&self.shared, &mut bg).await;
+        if let Some(mut bg) = self.replica.background_handle() {
+            sync::flush_successes(&self.replica, &mut bg).await;
         }
     }
 }
@@ -249,7 +257,7 @@ impl StoreBackend for RedisBackend {
     }
 
     fn is_degraded(&self) -> bool {
-        self.shared.degraded.load(Relaxed)
+        self.replica.degraded.load(Relaxed)
     }
 
     fn ready(&self) -> StoreFuture<'_, ()> {
@@ -265,7 +273,7 @@ impl StoreBackend for RedisBackend {
     }
 
     fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.shared.local.watch_cooldowns()
+        self.replica.local.watch_cooldowns()
     }
 
     fn cooldown_states<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<CooldownState>> {
@@ -273,11 +281,11 @@ impl StoreBackend for RedisBackend {
     }
 
     fn may_have_cooldowns_among(&self, ids: &mut dyn Iterator<Item = &DeploymentId>) -> bool {
-        self.shared.local.may_have_cooldowns_among(ids)
+        self.replica.local.may_have_cooldowns_among(ids)
     }
 
     fn all_cooldowns(&self) -> StoreFuture<'_, Vec<(DeploymentId, CooldownState)>> {
-        StoreFuture::ready(self.shared.local.all_cooldowns())
+        StoreFuture::ready(self.replica.local.all_cooldowns())
     }
 
     fn bench<'a>(
@@ -336,7 +344,7 @@ impl StoreBackend for RedisBackend {
                 self.reconcile_detached(reservation, actual_tokens)
             }
             Bookkeeping::Spend { key, amount, period } => self.add_spend_detached(key, amount, period),
-            Bookkeeping::Task(task) => self.shared.detach(task),
+            Bookkeeping::Task(task) => self.replica.detach(task),
         }
     }
 }

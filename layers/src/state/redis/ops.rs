@@ -27,7 +27,7 @@ impl RedisBackend {
         status: Option<u16>,
         growth: Option<Growth>,
     ) -> Cooldown {
-        let s = &self.shared;
+        let s = &self.replica;
         s.remember(std::slice::from_ref(id));
         if let Some(mut h) = s.request_handle() {
             let mut inv = s.cooldown_script(&scripts::BENCH, id);
@@ -51,7 +51,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
-        let s = &self.shared;
+        let s = &self.replica;
         if let Some(mut h) = s.request_handle() {
             let mut inv = s.cooldown_script(&scripts::PROBE, id);
             inv.arg(millis(hold)).arg(s.keys.channel()).arg(id.as_str());
@@ -68,25 +68,25 @@ impl RedisBackend {
     }
 
     pub(super) fn release_probe(&self, id: &DeploymentId) {
-        let s = &self.shared;
+        let s = &self.replica;
         s.local.release_probe(id);
         if s.request_handle().is_none() {
             return;
         }
-        let shared = s.clone();
+        let replica = s.clone();
         let id = id.clone();
         s.detach(Box::pin(async move {
-            let Some(mut h) = shared.background_handle() else { return };
-            let mut inv = shared.cooldown_script(&scripts::RELEASE, &id);
-            inv.arg(shared.keys.channel()).arg(id.as_str());
-            if let Some(Some(msg)) = shared.run::<Option<String>>(&inv, &mut h).await {
-                shared.apply(&msg);
+            let Some(mut h) = replica.background_handle() else { return };
+            let mut inv = replica.cooldown_script(&scripts::RELEASE, &id);
+            inv.arg(replica.keys.channel()).arg(id.as_str());
+            if let Some(Some(msg)) = replica.run::<Option<String>>(&inv, &mut h).await {
+                replica.apply(&msg);
             }
         }));
     }
 
     pub(super) async fn clear_cooldown(&self, id: &DeploymentId) -> bool {
-        let s = &self.shared;
+        let s = &self.replica;
         if let Some(mut h) = s.request_handle() {
             let mut inv = s.cooldown_script(&scripts::CLEAR, id);
             inv.arg(s.keys.channel()).arg(id.as_str());
@@ -102,7 +102,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
-        let s = &self.shared;
+        let s = &self.replica;
         if let Some(mut h) = s.request_handle() {
             // Bookkeeping of a success (the caller does not read the counts): batched per tick.
             if success && sync::in_background() {
@@ -126,7 +126,7 @@ impl RedisBackend {
     /// records every tick (what `record_outcome` does with it on the background writer), or
     /// counted locally while Redis is unreachable.
     pub(super) fn count_success(&self, id: &DeploymentId) {
-        let s = &self.shared;
+        let s = &self.replica;
         if s.degraded.load(Relaxed) || s.handles.load().is_none() {
             s.local.record_outcome(id, true);
             return;
@@ -135,7 +135,7 @@ impl RedisBackend {
     }
 
     pub(super) fn window_args<'a>(&self, inv: &mut ScriptInvocation<'a>, limits: Limits, tokens: u64) {
-        let s = &self.shared;
+        let s = &self.replica;
         inv.arg(s.resolution_us())
             .arg(s.span(s.store.usage_window))
             .arg(limit_arg(limits.rpm))
@@ -144,7 +144,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Admission {
-        let s = &self.shared;
+        let s = &self.replica;
         if let Some(mut h) = s.request_handle() {
             let [t, c] = s.keys.usage(id);
             let mut inv = scripts::RESERVE.key(t);
@@ -163,7 +163,7 @@ impl RedisBackend {
     }
 
     pub(super) async fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Duration {
-        let s = &self.shared;
+        let s = &self.replica;
         if let Some(mut h) = s.request_handle() {
             let [t, c] = s.keys.usage(id);
             let mut inv = scripts::ROOM.key(t);
@@ -179,54 +179,54 @@ impl RedisBackend {
 
     pub(super) fn reconcile_detached(&self, r: &Reservation, actual: u64) {
         if !r.remote {
-            return self.shared.local.reconcile(r, actual);
+            return self.replica.local.reconcile(r, actual);
         }
         if actual == r.tokens {
             return;
         }
-        let shared = self.shared.clone();
+        let replica = self.replica.clone();
         let r = r.clone();
-        self.shared.detach(Box::pin(async move {
-            let Some(mut h) = shared.background_handle() else { return };
-            shared.run::<i64>(&shared.adjust(&r, actual), &mut h).await;
+        self.replica.detach(Box::pin(async move {
+            let Some(mut h) = replica.background_handle() else { return };
+            replica.run::<i64>(&replica.adjust(&r, actual), &mut h).await;
         }));
     }
 
     pub(super) fn add_spend_detached(&self, key: &str, amount: f64, period: Duration) {
-        let s = &self.shared;
+        let s = &self.replica;
         s.spend_locally(key, amount, period);
         if s.request_handle().is_none() {
             s.local.add_spend(key, amount, period);
             return;
         }
-        let shared = s.clone();
+        let replica = s.clone();
         let key = key.to_owned();
         s.detach(Box::pin(async move {
-            let Some(mut h) = shared.background_handle() else {
-                shared.local.add_spend(&key, amount, period);
+            let Some(mut h) = replica.background_handle() else {
+                replica.local.add_spend(&key, amount, period);
                 return;
             };
-            if shared.spend_remote(&key, amount, period, &mut h).await.is_none() {
-                shared.local.add_spend(&key, amount, period);
+            if replica.spend_remote(&key, amount, period, &mut h).await.is_none() {
+                replica.local.add_spend(&key, amount, period);
             }
         }));
     }
 
     pub(super) fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) {
-        let s = &self.shared;
+        let s = &self.replica;
         if s.request_handle().is_none() {
             s.local.set_affinity(key, id, ttl);
             return;
         }
         let now = Instant::now();
         s.cache_affinity(key, Some(AffinityCache { id: id.clone(), until: now + ttl }), now);
-        let shared = s.clone();
+        let replica = s.clone();
         let (key, id) = (s.keys.affinity(key), id.clone());
         s.detach(Box::pin(async move {
-            let Some(mut h) = shared.background_handle() else { return };
+            let Some(mut h) = replica.background_handle() else { return };
             let mut cmd = redis::cmd("SET");
             cmd.arg(&key).arg(id.as_str()).arg("PX").arg(millis(ttl));
-            shared.query::<()>(&cmd, &mut h).await;
+            replica.query::<()>(&cmd, &mut h).await;
         }));
     }
 }
