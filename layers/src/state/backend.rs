@@ -154,8 +154,8 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 /// use switchyard_layers::{
 ///     DeploymentId, StateStore,
 ///     state::{
-///         Admission, Bookkeeping, Cooldown, CooldownState, Growth, Limits, MemoryBackend, OutcomeCounts,
-///         SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+///         Admission, Bookkeeping, Cooldown, CooldownState, Growth, LatencyConfig, Limits, MemoryBackend,
+///         OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
 ///     },
 /// };
 ///
@@ -166,7 +166,7 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 /// }
 ///
 /// impl StoreBackend for Counting {
-///     fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'_, Admission> {
+///     fn try_reserve<'a>(&'a self, id: &'a DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'a, Admission> {
 ///         self.reservations.fetch_add(1, Ordering::Relaxed);
 ///         self.inner.try_reserve(id, limits, tokens)
 ///     }
@@ -206,7 +206,7 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let backend = Counting { inner: MemoryBackend::new(StoreConfig::default()), reservations: AtomicU64::new(0) };
-/// let store = StateStore::with_backend(backend);
+/// let store = StateStore::with_backend(backend, LatencyConfig::default());
 /// let limits = Limits { rpm: Some(1), tpm: None };
 /// assert!(matches!(store.try_reserve(&DeploymentId::from("a"), limits, 0).await, Admission::Admitted(_)));
 /// assert_eq!(store.backend_name(), "custom");
