@@ -527,10 +527,7 @@ mod redis_faults {
         assert_eq!(served(30).await, 20);
         // A cooldown set through replica 0 reaches replica 1.
         let exact = DeploymentId::from("exact");
-        reps[0]
-            .store()
-            .bench(&exact, Duration::from_secs(600), "maintenance".into(), None, None)
-            .await;
+        reps[0].store().bench(&exact, Duration::from_secs(600), "maintenance".into(), None, None).await;
         wait_cooldown(reps[1].store(), &exact, true).await;
 
         let mut load = Load::start(reps.iter().map(|r| r.origin.clone()).collect());
