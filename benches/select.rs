@@ -55,13 +55,14 @@ fn store(registry: &Registry, rt: &tokio::runtime::Runtime) -> (Arc<StateStore>,
         for s in 0..10 {
             let secs = 0.2 + ((i * 31 + s * 17) % 100) as f64 / 100.0;
             store.local().record_latency(&d.id, secs, Duration::from_secs_f64(secs));
-            store.local().record_ttft(&d.id, Duration::from_secs_f64(secs / 4.0));
+            let attempt = store.local().begin(&d.id);
+            store.local().record_ttft_held(&attempt, Duration::from_secs_f64(secs / 4.0), tokio::time::Instant::now());
         }
         for _ in 0..(i % 4) {
             guards.push(store.local().begin(&d.id));
         }
         let tokens = ((i * 7919) % 50_000) as u64;
-        rt.block_on(store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens)).expect("memory store");
+        rt.block_on(store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens));
     }
     (store, guards)
 }
@@ -75,7 +76,7 @@ fn strategy_picks(c: &mut Criterion) {
         let g = registry.group("g").expect("group");
         let candidates = g.candidates();
         let ids: Vec<_> = candidates.iter().map(|d| d.id.clone()).collect();
-        let usage = rt.block_on(store.usage(&ids)).expect("memory store");
+        let usage = rt.block_on(store.usage(&ids));
         let facts = RequestFacts::new().with_input_tokens(500);
         let args = StrategyArgs::new(0.1).expect("valid buffer");
         for (name, kind) in RoutingStrategy::ALL {
@@ -156,8 +157,7 @@ fn cooldown_filter(c: &mut Criterion) {
                 Cooling::Quarter => (0..n).step_by(4).map(|i| format!("d{i}").into()).collect(),
             };
             for id in &benched {
-                rt.block_on(store.set_cooldown(id, Duration::from_secs(3600), "bench".into(), Some(429)))
-                    .expect("memory store");
+                rt.block_on(store.bench(id, Duration::from_secs(3600), "bench".into(), Some(429), None));
             }
             let layer = CooldownLayer::new(registry.clone(), store, CooldownConfig::default());
             // Once, untimed: the filter leaves the expected candidates.

@@ -378,7 +378,7 @@ async fn an_anthropic_stream_counts_its_real_tokens_in_the_deployments_tpm_windo
     assert!(chunks >= 8, "{chunks} chunks");
 
     router.store().flush().await;
-    let window = router.store().usage(std::slice::from_ref(&id)).await.expect("usage")[0];
+    let window = router.store().usage(std::slice::from_ref(&id)).await[0];
     assert_eq!(window.requests, 1);
     // The mock's 1234 prompt tokens and its 8 chunks of one token each.
     assert_eq!(window.tokens, 1234 + 8, "reconciled to the stream's usage");

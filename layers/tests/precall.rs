@@ -104,7 +104,7 @@ fn keys(counts: &BTreeMap<String, usize>) -> Vec<&str> {
 }
 
 async fn usage(store: &StateStore, d: &str) -> (u64, u64) {
-    let u = store.usage(&[id(d)]).await.expect("memory store")[0];
+    let u = store.usage(&[id(d)]).await[0];
     (u.requests, u.tokens)
 }
 
@@ -545,7 +545,7 @@ async fn a_deployment_at_its_rpm_limit_is_skipped_and_never_cooled_down() {
         .service(echo());
     let counts = tally_with(&mut svc, 10, || request("g")).await;
     assert_eq!((count(&counts, "a"), count(&counts, "b")), (2, 8));
-    assert_eq!(store.cooldowns(&[id("a"), id("b")]).await.expect("memory"), vec![None, None]);
+    assert_eq!(store.cooldowns(&[id("a"), id("b")]).await, vec![None, None]);
     advance(Duration::from_secs(60)).await;
     assert_eq!(serve(&mut svc, "g").await, "a", "back in its own tier once the window slid");
 }
@@ -582,7 +582,7 @@ async fn tpm_reserves_the_input_estimate_and_skips_deployments_without_room_for_
 async fn rate_limit_wins_over_context_window_when_both_remove_candidates() {
     let reg = registry([gpt4o("g", "small").max_input_tokens(100), gpt4o("g", "busy").max_input_tokens(10_000).rpm(1)]);
     let store = memory();
-    let admitted = store.try_reserve(&id("busy"), Limits { rpm: Some(1), tpm: None }, 0).await.expect("memory");
+    let admitted = store.try_reserve(&id("busy"), Limits { rpm: Some(1), tpm: None }, 0).await;
     assert!(matches!(admitted, Admission::Admitted(_)));
     let mut svc = rig(&reg, &store, PreCallConfig::new().pre_call_checks(true), echo());
     let err = call(&mut svc, with_facts("g", RequestFacts::new().with_input_tokens(500))).await.unwrap_err();
@@ -788,7 +788,7 @@ fn check_window(events: Vec<(u64, u64)>, rpm: u64) -> Result<(), TestCaseError> 
         for (gap_us, tokens) in events {
             advance(Duration::from_micros(gap_us)).await;
             let at = start.elapsed();
-            let admitted = store.try_reserve(&d, Limits::default(), tokens).await.expect("memory");
+            let admitted = store.try_reserve(&d, Limits::default(), tokens).await;
             prop_assert!(matches!(admitted, Admission::Admitted(_)));
             log.push((at, tokens));
 
@@ -797,14 +797,14 @@ fn check_window(events: Vec<(u64, u64)>, rpm: u64) -> Result<(), TestCaseError> 
             let (lo_n, lo_t) =
                 (inside(Duration::ZERO).count() as u64, inside(Duration::ZERO).map(|e| e.1).sum::<u64>());
             let (hi_n, hi_t) = (inside(resolution).count() as u64, inside(resolution).map(|e| e.1).sum::<u64>());
-            let u = store.usage(std::slice::from_ref(&d)).await.expect("memory")[0];
+            let u = store.usage(std::slice::from_ref(&d)).await[0];
             prop_assert!((lo_n..=hi_n).contains(&u.requests), "requests {} not in {lo_n}..={hi_n}", u.requests);
             prop_assert!((lo_t..=hi_t).contains(&u.tokens), "tokens {} not in {lo_t}..={hi_t}", u.tokens);
 
             // Time until one more request fits under `rpm`: the (count - rpm + 1)-th oldest live
             // event must leave the window.
             let limits = Limits { rpm: Some(rpm), tpm: None };
-            let wait = store.room_in(&d, limits, 0).await.expect("memory");
+            let wait = store.room_in(&d, limits, 0).await;
             let live: Vec<Duration> = log.iter().map(|e| e.0).filter(|t| now < *t + window).collect();
             let truth = match (live.len() as u64 + 1).checked_sub(rpm) {
                 Some(excess) if excess > 0 => live[(excess - 1) as usize] + window - now,
@@ -823,7 +823,7 @@ fn check_window(events: Vec<(u64, u64)>, rpm: u64) -> Result<(), TestCaseError> 
 async fn an_event_counts_for_the_whole_window_whatever_its_time_within_a_tick() {
     let store = StateStore::memory();
     advance(Duration::from_millis(5)).await;
-    let admitted = store.try_reserve(&id("d"), Limits::default(), 0).await.expect("memory");
+    let admitted = store.try_reserve(&id("d"), Limits::default(), 0).await;
     assert!(matches!(admitted, Admission::Admitted(_)));
     advance(Duration::from_micros(59_996_500)).await;
     assert_eq!(usage(&store, "d").await.0, 1, "59.9965 s old: still inside the window");

@@ -97,10 +97,7 @@ async fn a_cooling_down_sticky_deployment_gives_way_and_the_session_sticks_to_th
     let mut svc = rig(&reg, &store, sticky());
     let first = serve_session(&mut svc, "s").await;
 
-    store
-        .set_cooldown(&DeploymentId::from(first.as_str()), Duration::from_secs(30), "429".into(), Some(429))
-        .await
-        .unwrap();
+    store.bench(&DeploymentId::from(first.as_str()), Duration::from_secs(30), "429".into(), Some(429), None).await;
     let second = serve_session(&mut svc, "s").await;
     assert_ne!(second, first);
     advance(Duration::from_secs(31)).await;
@@ -134,19 +131,19 @@ async fn affinity_expires_after_its_ttl_without_use() {
     let mut svc = rig(&reg, &store, sticky());
     let first = serve_session(&mut svc, "s").await;
     let key = "session:g:s";
-    assert_eq!(store.affinity(key).await.unwrap(), Some(DeploymentId::from(first.as_str())));
+    assert_eq!(store.affinity(key).await, Some(DeploymentId::from(first.as_str())));
 
     // Each use refreshes the TTL.
     advance(TTL - Duration::from_secs(1)).await;
     assert_eq!(serve_session(&mut svc, "s").await, first);
     advance(TTL - Duration::from_secs(1)).await;
-    assert_eq!(store.affinity(key).await.unwrap(), Some(DeploymentId::from(first.as_str())));
+    assert_eq!(store.affinity(key).await, Some(DeploymentId::from(first.as_str())));
     advance(Duration::from_secs(1)).await;
-    assert_eq!(store.affinity(key).await.unwrap(), None, "expired");
+    assert_eq!(store.affinity(key).await, None, "expired");
 
     // After expiry the strategy picks again (the next pick sticks anew).
     let next = serve_session(&mut svc, "s").await;
-    assert_eq!(store.affinity(key).await.unwrap(), Some(DeploymentId::from(next.as_str())));
+    assert_eq!(store.affinity(key).await, Some(DeploymentId::from(next.as_str())));
 }
 
 #[tokio::test(start_paused = true)]

@@ -94,7 +94,7 @@ async fn a_spent_provider_budget_moves_traffic_to_another_provider() {
     let openai = spend(&store, "provider_spend:openai").await;
     assert!(close(openai, COST * count(&before, "oa") as f64), "{openai}");
 
-    store.add_spend("provider_spend:openai", 1.0, HOUR).await.unwrap();
+    store.add_spend_detached("provider_spend:openai", 1.0, HOUR);
     let after = tally_read(&mut svc, 40).await;
     assert_eq!(count(&after, "az"), 40, "{after:?}");
 }
@@ -117,9 +117,9 @@ async fn a_spent_deployment_budget_removes_only_that_deployment() {
 async fn every_deployment_over_budget_is_budget_exceeded_with_the_reset_time() {
     let reg = registry([priced("openai", "a"), priced("azure", "b").max_budget(0.5).budget_duration(HOUR)]);
     let store = memory();
-    store.add_spend("provider_spend:openai", 2.0, HOUR).await.unwrap();
+    store.add_spend_detached("provider_spend:openai", 2.0, HOUR);
     advance(Duration::from_secs(600)).await;
-    store.add_spend("deployment_spend:b", 0.5, HOUR).await.unwrap();
+    store.add_spend_detached("deployment_spend:b", 0.5, HOUR);
     let budgets = BudgetConfig::new().provider("openai", Budget::new(2.0, HOUR));
     let mut svc = rig(&reg, &store, budgets, with_usage());
 
@@ -137,7 +137,7 @@ async fn a_group_over_budget_goes_to_the_general_fallbacks() {
     let backup = switchyard_layers::Deployment::builder("g2", "azure/backup").id("backup");
     let reg = registry([priced("openai", "a"), backup]);
     let store = memory();
-    store.add_spend("provider_spend:openai", 5.0, HOUR).await.unwrap();
+    store.add_spend_detached("provider_spend:openai", 5.0, HOUR);
     let budgets = BudgetConfig::new().provider("openai", Budget::new(5.0, HOUR));
     let mut svc = ServiceBuilder::new()
         .layer(FallbackLayer::new(reg.clone(), FallbackConfig::new().fallbacks("g", ["g2"])))
@@ -216,7 +216,7 @@ async fn a_provider_without_a_budget_is_not_limited() {
     // here only configured budgets limit.
     let reg = registry([priced("azure", "az")]);
     let store = memory();
-    store.add_spend("provider_spend:azure", 100.0, HOUR).await.unwrap();
+    store.add_spend_detached("provider_spend:azure", 100.0, HOUR);
     let budgets = BudgetConfig::new().provider("openai", Budget::new(0.0, HOUR));
     let mut svc = rig(&reg, &store, budgets, with_usage());
     assert_eq!(count(&tally_read(&mut svc, 3).await, "az"), 3);

@@ -8,7 +8,7 @@
 //! - attempts through the real fallback + retry + select stack, with a provider that always
 //!   fails, are bounded by (1 + retries) × (1 + hops), and no group is visited twice, whatever
 //!   the fallback tables (cycles and self-references included);
-//! - cooldown deadlines never shrink under any sequence of `set_cooldown` / `bench`.
+//! - cooldown deadlines never shrink under any sequence of `bench` (with and without growth).
 
 mod support;
 
@@ -167,7 +167,7 @@ proptest! {
                 match op {
                     WindowOp::Wait(us) => advance(Duration::from_micros(us)).await,
                     WindowOp::Reserve(tokens) => {
-                        let Ok(Admission::Admitted(r)) = store.try_reserve(&id, Limits::default(), tokens).await else {
+                        let Admission::Admitted(r) = store.try_reserve(&id, Limits::default(), tokens).await else {
                             panic!("no limits: always admitted");
                         };
                         reservations.push((r, model.events.len()));
@@ -182,7 +182,8 @@ proptest! {
                         if done {
                             continue;
                         }
-                        store.reconcile(r, actual).await.expect("memory store");
+                        store.reconcile_detached(r, actual);
+                        store.flush().await;
                         let live = model.counts(t, now_ns);
                         let event = &mut model.events[*at];
                         event.2 = true;
@@ -192,7 +193,7 @@ proptest! {
                     }
                     WindowOp::RoomFor(rpm) => {
                         let limits = Limits { rpm: Some(rpm), tpm: None };
-                        let wait = store.room_in(&id, limits, 0).await.expect("memory store");
+                        let wait = store.room_in(&id, limits, 0).await;
                         let (requests, _) = model.totals(now_ns);
                         if requests < rpm {
                             prop_assert_eq!(wait, Duration::ZERO);
@@ -205,7 +206,7 @@ proptest! {
                     }
                 }
                 let now_ns = u64::try_from(start.elapsed().as_nanos()).expect("short runs");
-                let usage = store.usage(std::slice::from_ref(&id)).await.expect("memory store")[0];
+                let usage = store.usage(std::slice::from_ref(&id)).await[0];
                 prop_assert_eq!((usage.requests, usage.tokens), model.totals(now_ns));
                 for (t, ..) in &model.events {
                     let age = now_ns - t;
@@ -366,7 +367,7 @@ proptest! {
 #[derive(Clone, Debug)]
 enum CooldownOp {
     Wait(u64),
-    /// `set_cooldown(id, ttl ms)`.
+    /// `bench(id, ttl ms)` without growth.
     Set(usize, u64),
     /// `bench(id, base ms, growth (factor, cap ms))`.
     Bench(usize, u64, Option<(f64, u64)>),
@@ -385,7 +386,7 @@ fn cooldown_ops() -> impl Strategy<Value = Vec<CooldownOp>> {
 proptest! {
     #![proptest_config(config(512))]
 
-    /// Each `set_cooldown` / `bench` leaves the deadline at the later of the running one and
+    /// Each `bench` (with or without growth) leaves the deadline at the later of the running one and
     /// now + its own TTL (half-open growth capped): a deadline in force never moves earlier, and
     /// the state read back is cooling down exactly until that deadline.
     #[test]
@@ -401,7 +402,7 @@ proptest! {
                     CooldownOp::Wait(ms) => advance(Duration::from_millis(ms)).await,
                     CooldownOp::Set(i, ttl) => {
                         let ttl = Duration::from_millis(ttl);
-                        let c = store.set_cooldown(&ids[i], ttl, "test".into(), Some(500)).await.expect("memory store");
+                        let c = store.bench(&ids[i], ttl, "test".into(), Some(500), None).await;
                         let before = model.get(&i).map(|(until, ..)| *until).filter(|u| *u > now);
                         let expected = before.map_or(now + ttl, |b| b.max(now + ttl));
                         prop_assert_eq!(c.until, expected);
@@ -422,7 +423,7 @@ proptest! {
                         if let Some(g) = growth {
                             prop_assert!(ttl <= g.cap.max(base.min(g.cap)), "ttl {:?} over the cap", ttl);
                         }
-                        let c = store.bench(&ids[i], base, "test".into(), None, growth).await.expect("memory store");
+                        let c = store.bench(&ids[i], base, "test".into(), None, growth).await;
                         let expected = before.map_or(now + ttl, |b| b.max(now + ttl));
                         prop_assert_eq!(c.until, expected);
                         if let Some(b) = before {
@@ -434,7 +435,7 @@ proptest! {
                     }
                 }
                 let now = Instant::now();
-                let states = store.cooldown_states(&ids).await.expect("memory store");
+                let states = store.cooldown_states(&ids).await;
                 for (i, state) in states.iter().enumerate() {
                     match (model.get(&i), state) {
                         (Some((until, ..)), CooldownState::CoolingDown(c)) => {

@@ -39,7 +39,7 @@ async fn connected(config: RedisConfig, store: StoreConfig) -> Arc<StateStore> {
 }
 
 async fn state(store: &StateStore, d: &DeploymentId) -> CooldownState {
-    store.cooldown_states(std::slice::from_ref(d)).await.unwrap().remove(0)
+    store.cooldown_states(std::slice::from_ref(d)).await.remove(0)
 }
 
 /// Waits (on cooldown changes, no polling) until `want` holds for `d` on `store`; `None` when it
@@ -82,7 +82,7 @@ async fn a_half_open_bench_made_while_degraded_keeps_its_strikes_after_recovery(
     assert!(store.is_degraded());
     let d = id("flaky");
     let growth = Some(Growth::new(2.0, Duration::from_secs(600)));
-    let c = store.bench(&d, Duration::from_secs(30), "500".into(), Some(500), growth).await.unwrap();
+    let c = store.bench(&d, Duration::from_secs(30), "500".into(), Some(500), growth).await;
     assert_eq!(c.strikes, 1, "local bench while degraded counts a strike");
 
     server.restart();
@@ -109,7 +109,7 @@ async fn a_cooldown_whose_bench_script_failed_survives_the_next_resync() {
     let d = id("failing");
     assert_eq!(state(&store, &d).await, CooldownState::Available);
     assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
-    let c = store.set_cooldown(&d, Duration::from_secs(60), "500".into(), Some(500)).await.unwrap();
+    let c = store.bench(&d, Duration::from_secs(60), "500".into(), Some(500), None).await;
     assert!(c.until > Instant::now() + Duration::from_secs(59));
     assert!(!store.is_degraded(), "a server error is not an outage");
     assert!(matches!(state(&store, &d).await, CooldownState::CoolingDown(_)), "honoured locally at once");
@@ -135,7 +135,7 @@ async fn cooldowns_set_while_the_supervisor_recovers_are_not_lost() {
     );
     // Enough offline cooldowns that pushing them (one round trip each) takes a while.
     for i in 0..300 {
-        store.set_cooldown(&id(&format!("early-{i}")), Duration::from_secs(60), "500".into(), None).await.unwrap();
+        store.bench(&id(&format!("early-{i}")), Duration::from_secs(60), "500".into(), None, None).await;
     }
     server.restart();
     let mut late = Vec::new();
@@ -143,7 +143,7 @@ async fn cooldowns_set_while_the_supervisor_recovers_are_not_lost() {
     while store.is_degraded() {
         assert!(start.elapsed() < Duration::from_secs(10), "never recovered");
         let d = id(&format!("late-{}", late.len()));
-        store.set_cooldown(&d, Duration::from_secs(60), "500".into(), None).await.unwrap();
+        store.bench(&d, Duration::from_secs(60), "500".into(), None, None).await;
         late.push(d);
         tokio::time::sleep(Duration::from_millis(1)).await; // pacing, not a sync
     }
@@ -151,7 +151,7 @@ async fn cooldowns_set_while_the_supervisor_recovers_are_not_lost() {
     let mut changes = store.watch_cooldowns();
     let lost = tokio::time::timeout(Duration::from_secs(1), async {
         loop {
-            let states = store.cooldown_states(&late).await.unwrap();
+            let states = store.cooldown_states(&late).await;
             let lost: Vec<_> = late
                 .iter()
                 .zip(&states)
@@ -175,7 +175,7 @@ async fn cooldowns_set_while_the_supervisor_recovers_are_not_lost() {
         );
     }
     let early: Vec<_> = (0..300).map(|i| id(&format!("early-{i}"))).collect();
-    assert!(store.cooldowns(&early).await.unwrap().iter().all(Option::is_some));
+    assert!(store.cooldowns(&early).await.iter().all(Option::is_some));
 }
 
 /// Memory semantics: `clear_cooldown` ends the cooldown. While degraded the clear is applied to the
@@ -195,11 +195,11 @@ async fn a_clear_made_while_degraded_is_not_undone_by_recovery() {
     )
     .await;
     let d = id("benched");
-    store.set_cooldown(&d, Duration::from_secs(60), "429".into(), Some(429)).await.unwrap();
+    store.bench(&d, Duration::from_secs(60), "429".into(), Some(429), None).await;
     assert_eq!(server.command(&["CLIENT", "PAUSE", "1000", "ALL"]), "OK");
-    store.record_outcome(&d, true).await.unwrap(); // times out: the degraded mode starts
+    store.record_outcome(&d, true).await; // times out: the degraded mode starts
     assert!(store.is_degraded());
-    assert!(store.clear_cooldown(&d).await.unwrap());
+    assert!(store.clear_cooldown(&d).await);
     assert_eq!(state(&store, &d).await, CooldownState::Available);
     tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("recovers after the pause");
     assert_eq!(state(&store, &d).await, CooldownState::Available, "the clear made during the outage was undone");
@@ -267,16 +267,12 @@ async fn a_sub_millisecond_resolution_keeps_the_whole_window() {
     let d = id("fine");
 
     let memory = StateStore::memory_with(sc);
-    assert!(matches!(memory.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
-    let Admission::Full { retry_in: memory_wait } = memory.try_reserve(&d, limits, 0).await.unwrap() else {
-        panic!("full")
-    };
+    assert!(matches!(memory.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
+    let Admission::Full { retry_in: memory_wait } = memory.try_reserve(&d, limits, 0).await else { panic!("full") };
 
     let redis = connected(config(&server.url(), &namespace("res")), sc).await;
-    assert!(matches!(redis.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
-    let Admission::Full { retry_in: redis_wait } = redis.try_reserve(&d, limits, 0).await.unwrap() else {
-        panic!("full")
-    };
+    assert!(matches!(redis.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
+    let Admission::Full { retry_in: redis_wait } = redis.try_reserve(&d, limits, 0).await else { panic!("full") };
     assert!(memory_wait >= Duration::from_millis(395), "memory {memory_wait:?}");
     assert!(
         redis_wait >= Duration::from_millis(390),
@@ -295,15 +291,14 @@ async fn big_token_counts_and_tpm_boundaries_match_memory() {
     let tpm = 3_000_000_000u64;
     let limits = Limits { rpm: None, tpm: Some(tpm) };
     for store in [&*redis, &memory] {
-        let Admission::Admitted(r) = store.try_reserve(&d, limits, 1_000_000_000).await.unwrap() else {
-            panic!("admitted")
-        };
-        assert!(matches!(store.try_reserve(&d, limits, 2_000_000_000).await.unwrap(), Admission::Admitted(_)));
+        let Admission::Admitted(r) = store.try_reserve(&d, limits, 1_000_000_000).await else { panic!("admitted") };
+        assert!(matches!(store.try_reserve(&d, limits, 2_000_000_000).await, Admission::Admitted(_)));
         // Exactly at the limit: one more token does not fit; after reconciling down it does.
-        assert!(matches!(store.try_reserve(&d, limits, 1).await.unwrap(), Admission::Full { .. }));
-        store.reconcile(&r, 100_000_000).await.unwrap();
-        assert!(matches!(store.try_reserve(&d, limits, 900_000_000).await.unwrap(), Admission::Admitted(_)));
-        match store.try_reserve(&d, limits, tpm + 1).await.unwrap() {
+        assert!(matches!(store.try_reserve(&d, limits, 1).await, Admission::Full { .. }));
+        store.reconcile_detached(&r, 100_000_000);
+        store.flush().await;
+        assert!(matches!(store.try_reserve(&d, limits, 900_000_000).await, Admission::Admitted(_)));
+        match store.try_reserve(&d, limits, tpm + 1).await {
             Admission::Full { retry_in } => assert!(retry_in >= Duration::from_secs(60), "{retry_in:?}"),
             Admission::Admitted(_) => panic!("a request larger than the limit never fits"),
         }
@@ -318,13 +313,13 @@ async fn clear_returns_what_memory_returns() {
     let redis = connected(config(&server.url(), &namespace("clear")), StoreConfig::default()).await;
     let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
     let (h, p) = (id("half"), id("plain"));
-    redis.bench(&h, Duration::from_millis(100), "500".into(), None, growth).await.unwrap();
-    redis.set_cooldown(&p, Duration::from_millis(100), "500".into(), None).await.unwrap();
+    redis.bench(&h, Duration::from_millis(100), "500".into(), None, growth).await;
+    redis.bench(&p, Duration::from_millis(100), "500".into(), None, None).await;
     let deadline = Instant::now() + Duration::from_millis(400);
     tokio::time::sleep_until(deadline).await; // the cooldowns' own deadlines, not a sync
     assert_eq!(state(&redis, &h).await, CooldownState::HalfOpen { strikes: 1, probing: false });
-    assert!(redis.clear_cooldown(&h).await.unwrap(), "half-open counts as in force");
-    assert!(!redis.clear_cooldown(&p).await.unwrap(), "an expired plain cooldown does not");
+    assert!(redis.clear_cooldown(&h).await, "half-open counts as in force");
+    assert!(!redis.clear_cooldown(&p).await, "an expired plain cooldown does not");
 }
 
 /// The same for a bench with growth whose deadline passed: the deployment is half-open locally
@@ -339,7 +334,7 @@ async fn a_half_open_bench_whose_script_failed_survives_the_next_resync() {
     assert_eq!(state(&store, &d).await, CooldownState::Available);
     assert_eq!(server.command(&["CONFIG", "SET", "maxmemory", "1"]), "OK");
     let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
-    let c = store.bench(&d, Duration::from_millis(100), "500".into(), Some(500), growth).await.unwrap();
+    let c = store.bench(&d, Duration::from_millis(100), "500".into(), Some(500), growth).await;
     assert_eq!(c.strikes, 1, "benched locally");
     // Past the deadline (the cooldown's own, not a sync): half-open, waiting for a probe, and so
     // for ten resync intervals more.
@@ -362,7 +357,7 @@ async fn the_resync_repairs_a_mirror_whatever_the_revisions() {
     let b = connected(c, StoreConfig::default()).await;
     let d = id("skewed");
     assert_eq!(state(&a, &d).await, CooldownState::Available);
-    b.set_cooldown(&d, Duration::from_secs(60), "429".into(), Some(429)).await.unwrap();
+    b.bench(&d, Duration::from_secs(60), "429".into(), Some(429), None).await;
     wait_state(&a, &d, Duration::from_secs(5), |s| matches!(s, CooldownState::CoolingDown(_)))
         .await
         .expect("a sees b's cooldown");
@@ -383,7 +378,7 @@ async fn the_resync_repairs_a_mirror_whatever_the_revisions() {
     )
     .await
     .expect("a applied the skewed record");
-    assert!(b.clear_cooldown(&d).await.unwrap());
+    assert!(b.clear_cooldown(&d).await);
     let seen = wait_state(&a, &d, Duration::from_secs(2), |s| *s == CooldownState::Available).await;
     assert!(seen.is_some(), "a never saw the clear, not even through ten resyncs");
 }
@@ -405,15 +400,13 @@ async fn windows_expire_ticks_that_hold_zero() {
     // Three windows of steady traffic, a call every 5 ms: from the seventh on, each script prunes
     // expired ticks while newer ones stay, and their token and failure counts are 0.
     for _ in 0..18 {
-        let Admission::Admitted(_) = redis.try_reserve(&d, limits, 0).await.unwrap() else {
-            panic!("far below the RPM limit")
-        };
-        redis.record_outcome(&d, true).await.unwrap();
+        let Admission::Admitted(_) = redis.try_reserve(&d, limits, 0).await else { panic!("far below the RPM limit") };
+        redis.record_outcome(&d, true).await;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let stats = redis.redis_stats().unwrap();
     assert_eq!((stats.errors, stats.degradations), (0, 0), "{stats:?}");
-    let usage = redis.usage(std::slice::from_ref(&d)).await.unwrap().remove(0);
+    let usage = redis.usage(std::slice::from_ref(&d)).await.remove(0);
     assert!((1..=7).contains(&usage.requests), "the shared window holds the last 30 ms only: {usage:?}");
 }
 
@@ -448,9 +441,7 @@ async fn many_ticks_prune_wait_and_expire_like_memory() {
         // (a loaded machine may take several ms between the script and the PTTL read).
         let before = std::time::Instant::now();
         for store in [&*redis, &memory] {
-            let Admission::Admitted(_) = store.try_reserve(&d, limits, 1).await.unwrap() else {
-                panic!("token {i} fits")
-            };
+            let Admission::Admitted(_) = store.try_reserve(&d, limits, 1).await else { panic!("token {i} fits") };
         }
         for suffix in ["t", "c"] {
             let left = ttl(suffix);
@@ -466,7 +457,7 @@ async fn many_ticks_prune_wait_and_expire_like_memory() {
     let waits: Vec<Duration> = {
         let mut w = Vec::new();
         for store in [&*redis, &memory] {
-            let Admission::Full { retry_in } = store.try_reserve(&d, limits, 20).await.unwrap() else {
+            let Admission::Full { retry_in } = store.try_reserve(&d, limits, 20).await else {
                 panic!("the window is full")
             };
             w.push(retry_in);
@@ -477,7 +468,7 @@ async fn many_ticks_prune_wait_and_expire_like_memory() {
     // After the wait, 20 ticks leave at once (one prune over three batches): 20 tokens fit.
     tokio::time::sleep(waits[0].max(waits[1]) + Duration::from_millis(1)).await;
     for store in [&*redis, &memory] {
-        let Admission::Admitted(_) = store.try_reserve(&d, limits, 20).await.unwrap() else {
+        let Admission::Admitted(_) = store.try_reserve(&d, limits, 20).await else {
             panic!("20 tokens fit after the wait the store gave")
         };
     }
@@ -496,11 +487,11 @@ async fn a_window_that_lost_its_ticks_starts_afresh() {
     let d = id("evicted");
     let limits = Limits { rpm: Some(1_000), tpm: None };
     let (t, c) = (format!("{ns}:v1:{{d:evicted}}:usage:t"), format!("{ns}:v1:{{d:evicted}}:usage:c"));
-    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await.unwrap() else { panic!("admitted") };
+    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await else { panic!("admitted") };
     // The sorted set goes; the hash says its oldest tick is long gone.
     server.command(&["DEL", &t]);
     server.command(&["HSET", &c, "o", "1"]);
-    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await.unwrap() else { panic!("admitted") };
+    let Admission::Admitted(_) = redis.try_reserve(&d, limits, 5).await else { panic!("admitted") };
     let hash = server.command(&["HMGET", &c, "a", "b"]);
     assert_eq!(hash.lines().collect::<Vec<_>>(), ["1", "5"], "only the new event counts");
     assert_eq!(server.command(&["ZCARD", &t]).trim(), "1", "its tick is in the sorted set");

@@ -63,7 +63,7 @@ async fn until_state(store: &StateStore, id: &DeploymentId, want: impl Fn(&Coold
     let start = Instant::now();
     let mut changes = store.watch_cooldowns();
     loop {
-        let state = store.cooldown_states(std::slice::from_ref(id)).await.unwrap().remove(0);
+        let state = store.cooldown_states(std::slice::from_ref(id)).await.remove(0);
         if want(&state) {
             return start.elapsed();
         }
@@ -83,34 +83,35 @@ async fn reservations_are_exact_and_shared(t: &Target) {
     let limits = Limits { rpm: Some(3), tpm: None };
     for i in 0..3 {
         let s = &stores[i % 2];
-        assert!(matches!(s.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)), "request {i}");
+        assert!(matches!(s.try_reserve(&d, limits, 0).await, Admission::Admitted(_)), "request {i}");
     }
     for s in &stores {
-        match s.try_reserve(&d, limits, 0).await.unwrap() {
+        match s.try_reserve(&d, limits, 0).await {
             Admission::Full { retry_in } => {
                 assert!(retry_in > Duration::from_secs(59) && retry_in <= Duration::from_secs(61), "{retry_in:?}")
             }
             Admission::Admitted(_) => panic!("the 4th request in the window must not pass on any replica"),
         }
     }
-    let room = stores[1].room_in(&d, limits, 0).await.unwrap();
+    let room = stores[1].room_in(&d, limits, 0).await;
     assert!(room > Duration::from_secs(59), "{room:?}");
-    assert_eq!(stores[0].room_in(&d, Limits { rpm: Some(4), tpm: None }, 0).await.unwrap(), Duration::ZERO);
+    assert_eq!(stores[0].room_in(&d, Limits { rpm: Some(4), tpm: None }, 0).await, Duration::ZERO);
 }
 
 async fn token_estimates_are_reconciled(t: &Target) {
     let stores = t.stores("tpm", 2).await;
     let d = id("tpm");
     let limits = Limits { rpm: None, tpm: Some(1000) };
-    let Admission::Admitted(r) = stores[0].try_reserve(&d, limits, 900).await.unwrap() else { panic!("admitted") };
-    assert!(matches!(stores[1].try_reserve(&d, limits, 200).await.unwrap(), Admission::Full { .. }));
-    stores[0].reconcile(&r, 300).await.unwrap();
-    assert!(matches!(stores[1].try_reserve(&d, limits, 200).await.unwrap(), Admission::Admitted(_)));
+    let Admission::Admitted(r) = stores[0].try_reserve(&d, limits, 900).await else { panic!("admitted") };
+    assert!(matches!(stores[1].try_reserve(&d, limits, 200).await, Admission::Full { .. }));
+    stores[0].reconcile_detached(&r, 300);
+    stores[0].flush().await;
+    assert!(matches!(stores[1].try_reserve(&d, limits, 200).await, Admission::Admitted(_)));
     // A detached reconciliation lands through the background writer.
-    let Admission::Admitted(r2) = stores[1].try_reserve(&d, limits, 400).await.unwrap() else { panic!("admitted") };
+    let Admission::Admitted(r2) = stores[1].try_reserve(&d, limits, 400).await else { panic!("admitted") };
     stores[1].reconcile_detached(&r2, 0);
     stores[1].flush().await;
-    let room = stores[0].room_in(&d, Limits { rpm: None, tpm: Some(1000) }, 500).await.unwrap();
+    let room = stores[0].room_in(&d, Limits { rpm: None, tpm: Some(1000) }, 500).await;
     assert_eq!(room, Duration::ZERO, "300 + 200 + 0 used: 500 more fit");
 }
 
@@ -119,31 +120,30 @@ async fn cooldowns_extend_and_reach_every_replica(t: &Target) {
     let d = id("benched");
     // The other replicas read the deployment (as the cooldown layer does before each attempt).
     for s in &stores[1..] {
-        assert_eq!(s.cooldown_states(std::slice::from_ref(&d)).await.unwrap(), vec![CooldownState::Available]);
+        assert_eq!(s.cooldown_states(std::slice::from_ref(&d)).await, vec![CooldownState::Available]);
     }
-    let long =
-        stores[0].set_cooldown(&d, Duration::from_secs(60), "429 from upstream".into(), Some(429)).await.unwrap();
-    let short = stores[1].set_cooldown(&d, Duration::from_secs(5), "500".into(), Some(500)).await.unwrap();
+    let long = stores[0].bench(&d, Duration::from_secs(60), "429 from upstream".into(), Some(429), None).await;
+    let short = stores[1].bench(&d, Duration::from_secs(5), "500".into(), Some(500), None).await;
     assert_eq!(short.reason, long.reason, "a shorter cooldown never replaces a longer one");
     let gap = short.until.max(long.until) - short.until.min(long.until);
     assert!(gap < Duration::from_millis(250), "the same deadline, converted by each reply: {gap:?}");
     for s in &stores {
         until_state(s, &d, |st| matches!(st, CooldownState::CoolingDown(c) if c.status == Some(429))).await;
     }
-    let all = stores[2].all_cooldowns().await.unwrap();
+    let all = stores[2].all_cooldowns().await;
     assert_eq!(all.len(), 1);
-    assert!(stores[2].clear_cooldown(&d).await.unwrap());
+    assert!(stores[2].clear_cooldown(&d).await);
     for s in &stores {
         until_state(s, &d, |st| *st == CooldownState::Available).await;
     }
-    assert!(!stores[0].clear_cooldown(&d).await.unwrap(), "nothing left to clear");
+    assert!(!stores[0].clear_cooldown(&d).await, "nothing left to clear");
 }
 
 async fn half_open_admits_one_probe_across_replicas(t: &Target) {
     let stores = t.stores("probe", 2).await;
     let d = id("half-open");
     let growth = Some(Growth::new(2.0, Duration::from_secs(60)));
-    let first = stores[0].bench(&d, Duration::from_millis(500), "500".into(), Some(500), growth).await.unwrap();
+    let first = stores[0].bench(&d, Duration::from_millis(500), "500".into(), Some(500), growth).await;
     assert_eq!(first.strikes, 1);
     // Once the deadline passes, every replica sees the half-open state.
     for s in &stores {
@@ -151,16 +151,16 @@ async fn half_open_admits_one_probe_across_replicas(t: &Target) {
     }
     tokio::time::sleep_until(first.until + Duration::from_millis(50)).await; // the cooldown's own deadline, not a sync
     assert_eq!(
-        stores[1].cooldown_states(std::slice::from_ref(&d)).await.unwrap(),
+        stores[1].cooldown_states(std::slice::from_ref(&d)).await,
         vec![CooldownState::HalfOpen { strikes: 1, probing: false }]
     );
     let claims = futures_util::future::join_all(stores.iter().map(|s| s.claim_probe(&d, Duration::from_secs(30))))
         .await
         .into_iter()
-        .filter(|c| *c.as_ref().unwrap())
+        .filter(|c| *c)
         .count();
     assert_eq!(claims, 1, "one probe at a time, across replicas");
-    let second = stores[1].bench(&d, Duration::from_millis(500), "500".into(), Some(500), growth).await.unwrap();
+    let second = stores[1].bench(&d, Duration::from_millis(500), "500".into(), Some(500), growth).await;
     assert_eq!(second.strikes, 2);
     let left = second.until.saturating_duration_since(Instant::now());
     assert!(left > Duration::from_millis(700) && left <= Duration::from_millis(1000), "grown to 1 s: {left:?}");
@@ -169,17 +169,21 @@ async fn half_open_admits_one_probe_across_replicas(t: &Target) {
 async fn outcome_counts_are_shared(t: &Target) {
     let stores = t.stores("outcomes", 2).await;
     let d = id("counted");
-    stores[0].record_outcome(&d, true).await.unwrap();
-    stores[1].record_outcome(&d, false).await.unwrap();
-    let c = stores[0].record_outcome(&d, false).await.unwrap();
+    stores[0].record_outcome(&d, true).await;
+    stores[1].record_outcome(&d, false).await;
+    let c = stores[0].record_outcome(&d, false).await;
     assert_eq!((c.successes, c.failures), (1, 2));
 }
 
 async fn spend_is_shared_and_resets(t: &Target) {
     let stores = t.stores("spend", 3).await;
     let period = Duration::from_secs(1);
-    assert_eq!(stores[0].add_spend("provider_spend:openai", 1.5, period).await.unwrap(), 1.5);
-    assert_eq!(stores[1].add_spend("provider_spend:openai", 1.0, period).await.unwrap(), 2.5);
+    stores[0].add_spend_detached("provider_spend:openai", 1.5, period);
+    stores[0].flush().await;
+    assert_eq!(stores[0].spend("provider_spend:openai").await.unwrap(), 1.5);
+    stores[1].add_spend_detached("provider_spend:openai", 1.0, period);
+    stores[1].flush().await;
+    assert_eq!(stores[1].spend("provider_spend:openai").await.unwrap(), 2.5);
     stores[0].add_spend_detached("provider_spend:openai", 0.5, period);
     stores[0].flush().await;
     // A replica's first read of a key reads through: exact.
@@ -193,16 +197,18 @@ async fn spend_is_shared_and_resets(t: &Target) {
     let cached = stores[1].spends(&["provider_spend:openai"]).await.unwrap()[0].total;
     assert!(cached == 2.5 || cached == 3.0, "{cached}");
     tokio::time::sleep(period).await; // the period's own end, not a sync
-    assert_eq!(stores[1].add_spend("provider_spend:openai", 0.25, period).await.unwrap(), 0.25, "a new period");
+    stores[1].add_spend_detached("provider_spend:openai", 0.25, period);
+    stores[1].flush().await;
+    assert_eq!(stores[1].spend("provider_spend:openai").await.unwrap(), 0.25, "a new period");
 }
 
 async fn affinity_is_shared(t: &Target) {
     let stores = t.stores("affinity", 2).await;
-    stores[0].set_affinity("session:gpt-4o:abc", &id("a"), Duration::from_secs(30)).await.unwrap();
+    stores[0].set_affinity("session:gpt-4o:abc", &id("a"), Duration::from_secs(30)).await;
     stores[0].flush().await;
-    assert_eq!(stores[0].affinity("session:gpt-4o:abc").await.unwrap(), Some(id("a")));
-    assert_eq!(stores[1].affinity("session:gpt-4o:abc").await.unwrap(), Some(id("a")), "read through");
-    assert_eq!(stores[1].affinity("session:gpt-4o:none").await.unwrap(), None);
+    assert_eq!(stores[0].affinity("session:gpt-4o:abc").await, Some(id("a")));
+    assert_eq!(stores[1].affinity("session:gpt-4o:abc").await, Some(id("a")), "read through");
+    assert_eq!(stores[1].affinity("session:gpt-4o:none").await, None);
 }
 
 async fn conformance(t: Target) {
@@ -237,7 +243,7 @@ async fn exactly_the_limit_is_admitted(t: Target) {
     let calls = (0..1000).map(|i| {
         let s = stores[i % 3].clone();
         let d = d.clone();
-        tokio::spawn(async move { s.try_reserve(&d, limits, 0).await.unwrap() })
+        tokio::spawn(async move { s.try_reserve(&d, limits, 0).await })
     });
     let mut admitted = 0;
     for c in futures_util::future::join_all(calls).await {
@@ -270,7 +276,7 @@ async fn propagation(t: Target) -> (Duration, Duration) {
     let stores = t.stores("propagation", 3).await;
     let ids: Vec<DeploymentId> = (0..100).map(|i| id(&format!("d{i}"))).collect();
     for s in &stores[1..] {
-        s.cooldown_states(&ids).await.unwrap();
+        s.cooldown_states(&ids).await;
     }
     let mut seen = Vec::new();
     for d in &ids {
@@ -282,7 +288,7 @@ async fn propagation(t: Target) -> (Duration, Duration) {
             })
             .collect();
         let start = Instant::now();
-        stores[0].set_cooldown(d, Duration::from_secs(60), "500".into(), Some(500)).await.unwrap();
+        stores[0].bench(d, Duration::from_secs(60), "500".into(), Some(500), None).await;
         for w in watchers {
             w.await.unwrap();
             seen.push(start.elapsed());
@@ -325,15 +331,15 @@ async fn a_reservation_is_one_round_trip_and_the_server_agrees() {
     let d = id("counted");
     let limits = Limits { rpm: Some(1_000_000), tpm: None };
     // Warm up: the first call loads the script (EVALSHA, SCRIPT LOAD, EVALSHA).
-    store.try_reserve(&d, limits, 0).await.unwrap();
+    store.try_reserve(&d, limits, 0).await;
     store.flush().await;
     server.reset_commandstats();
     let before = store.redis_stats().unwrap();
     let n = 200;
     for _ in 0..n {
-        assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
-        assert_eq!(store.cooldown_states(std::slice::from_ref(&d)).await.unwrap()[0], CooldownState::Available);
-        store.usage(std::slice::from_ref(&d)).await.unwrap();
+        assert!(matches!(store.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
+        assert_eq!(store.cooldown_states(std::slice::from_ref(&d)).await[0], CooldownState::Available);
+        store.usage(std::slice::from_ref(&d)).await;
     }
     let after = store.redis_stats().unwrap();
     assert_eq!(after.request_round_trips - before.request_round_trips, n, "one round trip per attempt");
@@ -362,30 +368,30 @@ async fn routing_continues_on_local_state_while_redis_is_down() {
     b.ready().await;
     let d = id("shared");
     let limits = Limits { rpm: Some(1_000_000), tpm: None };
-    assert!(matches!(a.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
+    assert!(matches!(a.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
 
     server.kill();
     // Every call still answers (from local state), and the store says it is degraded.
     for _ in 0..50 {
-        assert!(matches!(a.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
-        a.record_outcome(&d, true).await.unwrap();
+        assert!(matches!(a.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
+        a.record_outcome(&d, true).await;
     }
     assert!(a.is_degraded());
     let stats = a.redis_stats().unwrap();
     assert!(stats.degraded && stats.degradations >= 1 && stats.errors >= 1, "{stats:?}");
     // A cooldown set while Redis is down is honoured locally at once...
     let offline = id("benched-offline");
-    a.set_cooldown(&offline, Duration::from_secs(60), "500 while redis was down".into(), Some(500)).await.unwrap();
-    assert!(a.cooldowns(std::slice::from_ref(&offline)).await.unwrap()[0].is_some());
+    a.bench(&offline, Duration::from_secs(60), "500 while redis was down".into(), Some(500), None).await;
+    assert!(a.cooldowns(std::slice::from_ref(&offline)).await[0].is_some());
 
     server.restart();
     tokio::time::timeout(Duration::from_secs(10), a.ready()).await.expect("a reconnects");
     tokio::time::timeout(Duration::from_secs(10), b.ready()).await.expect("b reconnects");
     assert!(!a.is_degraded());
     // ...and pushed to Redis when it returns, so the other replica learns of it.
-    b.cooldown_states(std::slice::from_ref(&offline)).await.unwrap();
+    b.cooldown_states(std::slice::from_ref(&offline)).await;
     until_state(&b, &offline, |st| matches!(st, CooldownState::CoolingDown(c) if c.status == Some(500))).await;
-    assert!(matches!(a.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
+    assert!(matches!(a.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
     assert!(!a.redis_stats().unwrap().degraded);
 }
 
@@ -401,10 +407,7 @@ async fn a_store_starts_while_redis_is_unreachable_and_connects_later() {
     let store = StateStore::redis(config).unwrap();
     assert!(store.is_degraded());
     let d = id("d");
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await.unwrap(),
-        Admission::Admitted(_)
-    ));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Admitted(_)));
     server.restart();
     tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connects once redis is up");
     assert!(!store.is_degraded());
@@ -423,7 +426,7 @@ async fn budgets_can_fail_closed_while_redis_is_down() {
     assert_eq!(store.spends(&["k"]).await.unwrap()[0].total, 0.0);
     server.kill();
     // The first failed call starts the degraded mode; from then on budgets refuse.
-    store.record_outcome(&id("d"), true).await.unwrap();
+    store.record_outcome(&id("d"), true).await;
     assert!(store.is_degraded());
     let err = store.spends(&["k"]).await.unwrap_err();
     assert!(err.to_string().contains("fail-closed"), "{err}");
@@ -435,11 +438,11 @@ async fn keys_are_namespaced_versioned_and_expire() {
     let store = StateStore::redis(RedisConfig::new(server.url()).namespace("gw-prod")).unwrap();
     store.ready().await;
     let d = id("azure-eu");
-    store.try_reserve(&d, Limits { rpm: Some(10), tpm: None }, 5).await.unwrap();
-    store.set_cooldown(&d, Duration::from_secs(30), "429".into(), Some(429)).await.unwrap();
-    store.record_outcome(&d, false).await.unwrap();
-    store.add_spend("provider_spend:openai", 0.1, Duration::from_secs(60)).await.unwrap();
-    store.set_affinity("session:g:s1", &d, Duration::from_secs(60)).await.unwrap();
+    store.try_reserve(&d, Limits { rpm: Some(10), tpm: None }, 5).await;
+    store.bench(&d, Duration::from_secs(30), "429".into(), Some(429), None).await;
+    store.record_outcome(&d, false).await;
+    store.add_spend_detached("provider_spend:openai", 0.1, Duration::from_secs(60));
+    store.set_affinity("session:g:s1", &d, Duration::from_secs(60)).await;
     store.flush().await;
     let keys = server.command(&["KEYS", "*"]);
     let mut keys: Vec<&str> = keys.lines().collect();
@@ -555,14 +558,8 @@ async fn tls_connections_are_verified_against_the_configured_ca() {
     let store = StateStore::redis(RedisConfig::new(url.clone()).namespace(namespace("tls")).ca_cert_pem(ca)).unwrap();
     tokio::time::timeout(Duration::from_secs(10), store.ready()).await.expect("connected over TLS");
     let d = id("tls");
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await.unwrap(),
-        Admission::Admitted(_)
-    ));
-    assert!(matches!(
-        store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await.unwrap(),
-        Admission::Full { .. }
-    ));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Admitted(_)));
+    assert!(matches!(store.try_reserve(&d, Limits { rpm: Some(1), tpm: None }, 0).await, Admission::Full { .. }));
     assert_eq!(store.redis_stats().unwrap().errors, 0);
 
     // Without the CA, the platform's roots do not trust the server: no connection, local state.
@@ -582,10 +579,10 @@ async fn scripts_are_reloaded_after_the_server_forgets_them() {
     store.ready().await;
     let d = id("d");
     let limits = Limits { rpm: Some(2), tpm: None };
-    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
+    assert!(matches!(store.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
     assert_eq!(server.command(&["SCRIPT", "FLUSH"]), "OK");
-    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Admitted(_)));
-    assert!(matches!(store.try_reserve(&d, limits, 0).await.unwrap(), Admission::Full { .. }));
+    assert!(matches!(store.try_reserve(&d, limits, 0).await, Admission::Admitted(_)));
+    assert!(matches!(store.try_reserve(&d, limits, 0).await, Admission::Full { .. }));
     let stats = store.redis_stats().unwrap();
     assert_eq!((stats.errors, stats.degraded), (0, false), "NOSCRIPT is answered by loading the script");
 }
@@ -601,15 +598,15 @@ async fn cooldowns_keep_propagating_after_redis_is_flushed() {
     a.ready().await;
     b.ready().await;
     let d = id("d");
-    b.cooldown_states(std::slice::from_ref(&d)).await.unwrap();
+    b.cooldown_states(std::slice::from_ref(&d)).await;
     // Longer each time, so each one replaces the last (an equal deadline keeps the first reason).
     for (secs, reason) in [(60, "one"), (61, "two"), (62, "three")] {
-        a.set_cooldown(&d, Duration::from_secs(secs), reason.into(), Some(500)).await.unwrap();
+        a.bench(&d, Duration::from_secs(secs), reason.into(), Some(500), None).await;
     }
     until_state(&b, &d, |s| matches!(s, CooldownState::CoolingDown(c) if &*c.reason == "three")).await;
     assert_eq!(server.command(&["FLUSHALL"]), "OK");
     // The revision counter restarts; the replica notices on its next re-read and follows.
-    a.set_cooldown(&d, Duration::from_secs(90), "after the flush".into(), Some(429)).await.unwrap();
+    a.bench(&d, Duration::from_secs(90), "after the flush".into(), Some(429), None).await;
     until_state(&b, &d, |s| matches!(s, CooldownState::CoolingDown(c) if &*c.reason == "after the flush")).await;
 }
 

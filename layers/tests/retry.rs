@@ -135,7 +135,7 @@ fn scripted(
                 Step::Fail { outcome, status, retry_after, cool_for } => {
                     let deployment = DeploymentId::from(id.as_str());
                     if let Some(ttl) = cool_for {
-                        store.set_cooldown(&deployment, ttl, "test".into(), Some(status)).await?;
+                        store.bench(&deployment, ttl, "test".into(), Some(status), None).await;
                     }
                     let status = StatusCode::from_u16(status).expect("valid status");
                     let mut e = RouteError::upstream(outcome, deployment, format!("{status} from {id}"))
@@ -456,7 +456,7 @@ async fn our_own_refusals_are_never_retried() {
 #[tokio::test(start_paused = true)]
 async fn rpm_refusal_from_select_is_returned_at_once_with_its_wait() {
     let rig = Rig::new(registry([dep("gpt", "a").rpm(1)]));
-    let taken = rig.store.try_reserve(&DeploymentId::from("a"), Limits { rpm: Some(1), tpm: None }, 0).await.unwrap();
+    let taken = rig.store.try_reserve(&DeploymentId::from("a"), Limits { rpm: Some(1), tpm: None }, 0).await;
     assert!(matches!(taken, Admission::Admitted(_)));
     let start = Instant::now();
     let err = call(&mut rig.stack(RetryConfig::default()), request("gpt")).await.unwrap_err();
@@ -499,7 +499,7 @@ async fn only_deployment_of_a_group_is_retried() {
 #[tokio::test(start_paused = true)]
 async fn failed_deployment_is_retried_when_it_is_the_only_one_that_can_serve() {
     let rig = two_deployments();
-    rig.store.set_cooldown(&DeploymentId::from("b"), secs(60.0), "benched".into(), Some(429)).await.unwrap();
+    rig.store.bench(&DeploymentId::from("b"), secs(60.0), "benched".into(), Some(429), None).await;
     rig.script.then("a", [server_error()]);
     let mut svc = ServiceBuilder::new()
         .layer(RetryLayer::new(rig.registry.clone(), rig.store.clone(), RetryConfig::default()).with_seed(SEED))

@@ -64,7 +64,7 @@ fn delayed(
 
 /// Takes one request slot and `tokens` in `d`'s usage window, as traffic from elsewhere would.
 async fn preload_usage(store: &StateStore, d: &str, tokens: u64) {
-    let admitted = store.try_reserve(&id(d), Limits::default(), tokens).await.expect("memory store");
+    let admitted = store.try_reserve(&id(d), Limits::default(), tokens).await;
     assert!(matches!(admitted, Admission::Admitted(_)));
 }
 
@@ -647,7 +647,9 @@ async fn streams_rank_by_ttft_and_other_requests_by_total_latency() {
     let reg = registry(timings.keys().map(|d| dep("g", d)));
     let store = memory();
     for (d, (ttft, total)) in timings.iter() {
-        store.local().record_ttft(&id(d), secs(*ttft));
+        let attempt = store.local().begin(&id(d));
+        store.local().record_ttft_held(&attempt, secs(*ttft), tokio::time::Instant::now());
+        drop(attempt);
         store.local().record_latency(&id(d), *total, secs(*total));
     }
     // A simulated upstream: a stream resolves at its first chunk and ends `total` after the
@@ -826,7 +828,7 @@ async fn usage_based_counts_the_tokens_reported_by_the_answer() {
     });
     let mut svc = stack(select(&reg, &store, RoutingStrategy::UsageBased), provider);
     assert_eq!(serve(&mut svc, "g").await, "b");
-    let usage = store.usage(&[id("b")]).await.expect("memory store")[0];
+    let usage = store.usage(&[id("b")]).await[0];
     assert_eq!((usage.requests, usage.tokens), (2, 350));
     assert_eq!(serve(&mut svc, "g").await, "c", "b now has 350 tokens, c 200");
 }
@@ -926,7 +928,7 @@ async fn tpm_reservation_is_reconciled_with_the_usage_reported_by_the_body() {
         ctx.reserve_tokens = tokens;
         with_ctx(ctx)
     };
-    let tokens = |store: Arc<StateStore>| async move { store.usage(&[id("a")]).await.expect("memory")[0].tokens };
+    let tokens = |store: Arc<StateStore>| async move { store.usage(&[id("a")]).await[0].tokens };
 
     let first = call(&mut svc, reserving(900)).await.expect("fits");
     assert_eq!(tokens(store.clone()).await, 900, "the estimate is held while the body is alive");
@@ -960,7 +962,7 @@ async fn tpm_reservation_is_reconciled_with_usage_reported_at_the_end_of_a_strea
     let mut ctx = RouteCtx::with_facts("g", RequestFacts::new().streaming(true));
     ctx.reserve_tokens = 500;
     let resp = call(&mut svc, with_ctx(ctx)).await.expect("served");
-    let tokens = || async { store.usage(&[id("a")]).await.expect("memory")[0].tokens };
+    let tokens = || async { store.usage(&[id("a")]).await[0].tokens };
     assert_eq!(tokens().await, 500);
     resp.into_body().collect().await.expect("whole stream");
     assert_eq!(tokens().await, 42);

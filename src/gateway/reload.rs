@@ -176,9 +176,7 @@ pub(crate) async fn apply(
     *current = config.aliases.clone();
     for id in removed {
         // Nothing routes to it any more; a leftover cooldown would only clutter the listing.
-        if let Err(e) = store.clear_cooldown(id).await {
-            tracing::warn!(deployment = %id, error = %e, "could not clear a removed deployment's cooldown");
-        }
+        store.clear_cooldown(id).await;
         summary.removed.push(id.to_string());
     }
     summary.removed.sort();

@@ -36,7 +36,7 @@ impl CooldownLayer {
 pub async fn list(registry: &Registry, store: &StateStore) -> Result<Vec<CooldownEntry>, StoreError> {
     Ok(store
         .all_cooldowns()
-        .await?
+        .await
         .into_iter()
         .map(|(deployment, state)| CooldownEntry {
             group: registry.deployment(&deployment).map(|d| d.group.clone()),

@@ -55,7 +55,7 @@
 //!     let _ = call(stack.clone()).await;
 //! }
 //! // After its first 429, `a` is benched and `b` serves everything.
-//! assert!(store.cooldowns(&["a".into()]).await?[0].is_some());
+//! assert!(store.cooldowns(&["a".into()]).await[0].is_some());
 //! # Ok(()) }
 //! ```
 

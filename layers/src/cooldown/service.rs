@@ -13,7 +13,7 @@ use crate::{
     StateStore,
     body::BodyEndKind,
     redact::redact,
-    state::{CooldownState, Growth},
+    state::{Bookkeeping, CooldownState, Growth},
 };
 
 /// Longest stored cooldown reason.
@@ -55,7 +55,7 @@ impl ProbeClaim {
 impl Drop for ProbeClaim {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.store.release_probe_detached(&id);
+            self.store.run_bookkeeping(Bookkeeping::ReleaseProbe(&id));
         }
     }
 }
@@ -87,14 +87,8 @@ impl Failure {
 }
 
 /// Records an attempt's failure and benches the deployment when the rules say so.
-async fn on_failure(
-    store: &StateStore,
-    config: &CooldownConfig,
-    group: &Group,
-    failure: Failure,
-    probing: bool,
-) -> Result<(), BoxError> {
-    let counts = store.record_outcome(&failure.deployment, false).await?;
+async fn on_failure(store: &StateStore, config: &CooldownConfig, group: &Group, failure: Failure, probing: bool) {
+    let counts = store.record_outcome(&failure.deployment, false).await;
     let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
     let rule = if probing {
         // A failed probe benches again, whatever the rate rules say.
@@ -102,14 +96,14 @@ async fn on_failure(
     } else {
         decide::rule(config, failure.outcome, failure.status, counts, group.deployments().len())
     };
-    let Some(rule) = rule else { return Ok(()) };
+    let Some(rule) = rule else { return };
     let Some(base) = decide::cooldown_time(deployment.map(|d| &**d), failure.retry_after, config) else {
-        return Ok(());
+        return;
     };
     let known: Vec<&str> = deployment.and_then(|d| d.api_key.as_ref()).map(|k| k.expose()).into_iter().collect();
     let reason: Arc<str> = redact(&format!("{rule}: {}", failure.message), &known, REASON_MAX).into();
     let growth = config.probe.map(|p| Growth::new(p.factor, p.max_cooldown));
-    let c = store.bench(&failure.deployment, base, reason.clone(), failure.status, growth).await?;
+    let c = store.bench(&failure.deployment, base, reason.clone(), failure.status, growth).await;
     emit(
         config.hook.as_ref(),
         CooldownEvent::Benched {
@@ -122,7 +116,6 @@ async fn on_failure(
             strikes: c.strikes,
         },
     );
-    Ok(())
 }
 
 fn all_cooling_down(group: &Group, earliest: Option<Instant>) -> BoxError {
@@ -206,7 +199,7 @@ where
     let ids: Vec<DeploymentId> = candidates.iter().map(|d| d.id.clone()).collect();
     let mut claim = ProbeClaim { store: store.clone(), id: None };
     let keep = loop {
-        let states = store.cooldown_states(&ids).await?;
+        let states = store.cooldown_states(&ids).await;
         let mut keep: Vec<Arc<Deployment>> = Vec::with_capacity(candidates.len());
         let mut earliest: Option<Instant> = None;
         let mut half_open: Vec<&Arc<Deployment>> = Vec::new();
@@ -222,7 +215,7 @@ where
         // is the probe.
         if let Some(probe) = config.probe {
             for d in half_open {
-                if store.claim_probe(&d.id, probe.hold).await? {
+                if store.claim_probe(&d.id, probe.hold).await {
                     claim.id = Some(d.id.clone());
                     emit(
                         config.hook.as_ref(),
@@ -279,7 +272,7 @@ impl Record {
             // answer does not wait for; the store counts it at once, with no future to box.
             Ok(resp) if !stream && probing.is_none() => {
                 if let Some(served) = resp.extensions().get::<Served>() {
-                    store.record_success_now(&served.deployment);
+                    store.run_bookkeeping(Bookkeeping::Success(&served.deployment));
                 }
                 Ok(resp)
             }
@@ -302,27 +295,21 @@ impl Record {
                     // Counting the success is bookkeeping: the answer does not wait. The store
                     // counts it at once, with no future to box.
                     if !recovered {
-                        store.record_success_now(&id);
+                        store.run_bookkeeping(Bookkeeping::Success(&id));
                         return Ok(resp);
                     }
                     // The probe succeeded: count it and end the cooldown.
                     let shared = shared.clone();
                     store.run_bookkeeping(async move {
                         let store = &shared.store;
-                        let done = async {
-                            if !stream {
-                                store.record_outcome(&id, true).await?;
-                            }
-                            store.clear_cooldown(&id).await?;
-                            emit(
-                                shared.config.hook.as_ref(),
-                                CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
-                            );
-                            Ok::<_, BoxError>(())
-                        };
-                        if let Err(e) = done.await {
-                            tracing::warn!(error = %e, "could not record a success");
+                        if !stream {
+                            store.record_outcome(&id, true).await;
                         }
+                        store.clear_cooldown(&id).await;
+                        emit(
+                            shared.config.hook.as_ref(),
+                            CooldownEvent::Recovered { deployment: id.clone(), group: group.name().clone() },
+                        );
                     });
                 }
                 Ok(resp)
@@ -337,9 +324,7 @@ impl Record {
                     // retry layer never picks the failed deployment again in this call).
                     let shared = shared.clone();
                     store.run_bookkeeping(async move {
-                        if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, was_probe).await {
-                            tracing::warn!(error = %e, "could not record a failure");
-                        }
+                        on_failure(&shared.store, &shared.config, &group, failure, was_probe).await;
                     });
                 }
                 Err(err)
@@ -359,7 +344,7 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
         };
         let store = shared.store.clone();
         let Some(outcome) = outcome else {
-            store.record_success_now(&id);
+            store.run_bookkeeping(Bookkeeping::Success(&id));
             return;
         };
         store.run_bookkeeping(async move {
@@ -370,9 +355,7 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
                 retry_after: None,
                 message: "stream failed mid-way".into(),
             };
-            if let Err(e) = on_failure(&shared.store, &shared.config, &group, failure, false).await {
-                tracing::warn!(error = %e, "could not record a stream's outcome");
-            }
+            on_failure(&shared.store, &shared.config, &group, failure, false).await;
         });
     });
 }

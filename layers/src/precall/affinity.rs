@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::{Candidates, DeploymentId, Group, RequestFacts, StateStore, state::StoreError};
+use crate::{Candidates, DeploymentId, Group, RequestFacts, StateStore};
 
 /// Settings of sticky routing; off unless set on the [`PreCallConfig`](super::PreCallConfig).
 ///
@@ -159,19 +159,16 @@ pub(crate) fn prefix_key(group: &Group, digest: &[u8; 32]) -> String {
 
 /// Narrows `list` to the deployment `key` sticks to, when it is still a candidate; whether it
 /// did.
-pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Candidates) -> Result<bool, StoreError> {
-    let Some(id) = store.affinity(key).await? else { return Ok(false) };
+pub(crate) async fn narrow(store: &StateStore, key: &str, list: &mut Candidates) -> bool {
+    let Some(id) = store.affinity(key).await else { return false };
     if let Some(d) = list.iter().find(|d| d.id == id).cloned() {
         *list = vec![d].into();
-        return Ok(true);
+        return true;
     }
-    Ok(false)
+    false
 }
 
-/// Makes `key` stick to `served`; a store failure is logged, never returned (the answer is
-/// already there).
+/// Makes `key` stick to `served`.
 pub(crate) async fn remember(store: &StateStore, key: &str, served: &DeploymentId, ttl: Duration) {
-    if let Err(e) = store.set_affinity(key, served, ttl).await {
-        tracing::warn!(target: "switchyard::precall", error = %e, "affinity not recorded");
-    }
+    store.set_affinity(key, served, ttl).await;
 }

@@ -29,7 +29,7 @@ pub(crate) async fn filter(
     tokens: u64,
 ) -> Result<Vec<Arc<Deployment>>, StoreError> {
     let ids: Vec<_> = list.iter().filter(|d| limited(d)).map(|d| d.id.clone()).collect();
-    let usage = store.usage(&ids).await?;
+    let usage = store.usage(&ids).await;
     let mut full = Vec::new();
     let mut read = usage.into_iter();
     list.retain(|d| {
@@ -56,7 +56,7 @@ pub(crate) async fn all_limited(
 ) -> Result<BoxError, StoreError> {
     let mut soonest: Option<Duration> = None;
     for d in full {
-        let wait = store.room_in(&d.id, limits(d), tokens).await?;
+        let wait = store.room_in(&d.id, limits(d), tokens).await;
         soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
     }
     let mut e = RouteError::new(

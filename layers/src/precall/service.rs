@@ -297,7 +297,7 @@ async fn filter(
     //     deployment does not have it.
     let facts = ctx.facts();
     if let Some(response) = facts.previous_response.as_deref()
-        && let Some(holder) = shared.store.affinity(&affinity::conversation_key(response)).await?
+        && let Some(holder) = shared.store.affinity(&affinity::conversation_key(response)).await
     {
         match list.iter().find(|d| d.id == holder).cloned() {
             Some(d) => {
@@ -315,7 +315,7 @@ async fn filter(
     if let Some(a) = &config.affinity
         && let Some(key) = affinity::key(a, group, ctx.facts())
     {
-        narrowed = affinity::narrow(&shared.store, &key, list).await?;
+        narrowed = affinity::narrow(&shared.store, &key, list).await;
         if narrowed {
             after.hit = Some(AffinityHit::Session);
         }
@@ -325,7 +325,7 @@ async fn filter(
         && let Some(digest) = &ctx.facts().prompt_prefix
     {
         let key = affinity::prefix_key(group, digest);
-        if !narrowed && affinity::narrow(&shared.store, &key, list).await? {
+        if !narrowed && affinity::narrow(&shared.store, &key, list).await {
             after.hit = Some(AffinityHit::PromptCache);
         }
         after.sticky.push((key, ttl));

@@ -368,19 +368,13 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The ids among `ids` that are not cooling down (one state read). A store that cannot answer
-    /// counts nobody as cooling: the lower layers make the same call and refuse if they know better.
+    /// The ids among `ids` that are not cooling down (one state read).
     async fn not_cooling(&self, ids: Vec<DeploymentId>) -> Vec<DeploymentId> {
         if ids.is_empty() {
             return ids;
         }
-        match self.shared.store.cooldowns(&ids).await {
-            Ok(cooling) => ids.into_iter().zip(cooling).filter(|(_, c)| c.is_none()).map(|(id, _)| id).collect(),
-            Err(e) => {
-                tracing::warn!(target: "switchyard::retry", error = %e, "cooldown read failed; assuming none");
-                ids
-            }
-        }
+        let cooling = self.shared.store.cooldowns(&ids).await;
+        ids.into_iter().zip(cooling).filter(|(_, c)| c.is_none()).map(|(id, _)| id).collect()
     }
 
     fn withdraw(&self) -> bool {

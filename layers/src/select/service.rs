@@ -161,7 +161,7 @@ impl AllLimited {
     async fn into_error(self) -> Result<http::Response<RouteBody>, BoxError> {
         let mut soonest_free: Option<Duration> = None;
         for d in &self.list {
-            let wait = self.store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await?;
+            let wait = self.store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await;
             soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
         }
         Err(all_limited(&self.group, soonest_free))
@@ -196,7 +196,7 @@ where
     let mut usage: Option<Vec<WindowUsage>> = None;
     if reads_usage {
         let ids: Vec<_> = list.iter().map(|d| d.id.clone()).collect();
-        usage = Some(store.usage(&ids).await?);
+        usage = Some(store.usage(&ids).await);
     }
     let mut soonest_free: Option<Duration> = None;
     let mut parallel_full = false;
@@ -210,7 +210,7 @@ where
             // The strategy filtered every candidate by its limits: report when the first frees.
             if soonest_free.is_none() {
                 for d in &list {
-                    let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await?;
+                    let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await;
                     soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
                 }
             }
@@ -239,7 +239,7 @@ where
         if !tracks_usage(&d, reads_usage) {
             break (d, None, slot);
         }
-        match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await? {
+        match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await {
             Admission::Admitted(r) => break (d, Some(EstimateGuard::new(store.clone(), r)), slot),
             Admission::Full { retry_in } => {
                 soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));

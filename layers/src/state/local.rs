@@ -202,19 +202,15 @@ impl LocalState {
         self.record(&self.stats(id), Sample::Latency(sample), rtt, Instant::now());
     }
 
-    /// Records a time-to-first-token sample (seconds).
-    pub fn record_ttft(&self, id: &DeploymentId, ttft: Duration) {
-        self.record(&self.stats(id), Sample::Ttft, ttft, Instant::now());
-    }
-
     /// [`LocalState::record_latency`] for the attempt holding `guard`, at `now` (the attempt's own
     /// clock reading): no lookup of the deployment.
-    pub(crate) fn record_latency_held(&self, guard: &InFlightGuard, sample: f64, rtt: Duration, now: Instant) {
+    pub fn record_latency_held(&self, guard: &InFlightGuard, sample: f64, rtt: Duration, now: Instant) {
         self.record(&guard.stats, Sample::Latency(sample), rtt, now);
     }
 
-    /// [`LocalState::record_ttft`] for the attempt holding `guard`, at `now`.
-    pub(crate) fn record_ttft_held(&self, guard: &InFlightGuard, ttft: Duration, now: Instant) {
+    /// Records a time-to-first-token sample for the attempt holding `guard`, at `now` (what
+    /// latency-based routing ranks streams by).
+    pub fn record_ttft_held(&self, guard: &InFlightGuard, ttft: Duration, now: Instant) {
         self.record(&guard.stats, Sample::Ttft, ttft, now);
     }
 

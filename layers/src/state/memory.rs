@@ -1,4 +1,8 @@
 //! The in-memory backend: sharded maps, no `.await` inside any critical section.
+//!
+//! [`MemoryState`] holds the maps and answers at once; [`MemoryBackend`] is it behind the
+//! [`StoreBackend`] trait (every answer ready, nothing boxed). The Redis backend keeps a
+//! `MemoryState` too: its mirror of the cooldowns, and the whole state while Redis is unreachable.
 
 use std::{
     sync::{Arc, atomic::Ordering::Relaxed},
@@ -10,9 +14,9 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreConfig,
-    WindowUsage,
-    window::{Pair, SlidingWindow},
+    Admission, Bookkeeping, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState,
+    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    window::{Counts, SlidingWindow},
 };
 use crate::DeploymentId;
 
@@ -53,8 +57,9 @@ struct Sticky {
     until: Instant,
 }
 
+/// The in-memory state: every operation answered at once.
 #[derive(Debug)]
-pub(super) struct MemoryBackend {
+pub(crate) struct MemoryState {
     base: Instant,
     config: StoreConfig,
     benches: super::IdMap<Bench>,
@@ -76,8 +81,8 @@ pub(super) struct MemoryBackend {
     changes: tokio::sync::watch::Sender<u64>,
 }
 
-impl MemoryBackend {
-    pub(super) fn new(config: StoreConfig) -> Self {
+impl MemoryState {
+    pub(crate) fn new(config: StoreConfig) -> Self {
         Self {
             base: Instant::now(),
             config,
@@ -105,13 +110,13 @@ impl MemoryBackend {
         self.benched_ids.store(Arc::new(ids.into_boxed_slice()));
     }
 
-    pub(super) fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
     /// Stores a cooldown record as another replica (or the Redis server) reports it.
     #[cfg(feature = "redis")]
-    pub(super) fn put_bench(
+    pub(crate) fn put_bench(
         &self,
         id: &DeploymentId,
         cooldown: Cooldown,
@@ -128,7 +133,7 @@ impl MemoryBackend {
     /// The cooldown record of `id` unless it is over: the cooldown and whether it is half-open
     /// (for pushing to Redis what was set while it was unreachable).
     #[cfg(feature = "redis")]
-    pub(super) fn record(&self, id: &DeploymentId) -> Option<(Cooldown, bool)> {
+    pub(crate) fn record(&self, id: &DeploymentId) -> Option<(Cooldown, bool)> {
         let now = Instant::now();
         let b = self.benches.get(id)?;
         (b.state(now) != CooldownState::Available).then(|| (b.cooldown.clone(), b.half_open))
@@ -138,21 +143,11 @@ impl MemoryBackend {
         SlidingWindow::new(self.base, span, self.config.resolution)
     }
 
-    pub(super) fn cooldowns(&self, ids: &[DeploymentId]) -> Vec<Option<Cooldown>> {
-        self.cooldown_states(ids)
-            .into_iter()
-            .map(|s| match s {
-                CooldownState::CoolingDown(c) => Some(c),
-                _ => None,
-            })
-            .collect()
-    }
-
-    pub(super) fn may_have_cooldowns(&self) -> bool {
+    pub(crate) fn may_have_cooldowns(&self) -> bool {
         self.benched.load(Relaxed) > 0
     }
 
-    pub(super) fn may_have_cooldowns_among<'a>(&self, ids: impl IntoIterator<Item = &'a DeploymentId>) -> bool {
+    pub(crate) fn may_have_cooldowns_among<'a>(&self, ids: impl IntoIterator<Item = &'a DeploymentId>) -> bool {
         if !self.may_have_cooldowns() {
             return false;
         }
@@ -160,7 +155,7 @@ impl MemoryBackend {
         ids.into_iter().any(|id| benched.binary_search(id).is_ok())
     }
 
-    pub(super) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
+    pub(crate) fn cooldown_states(&self, ids: &[DeploymentId]) -> Vec<CooldownState> {
         if !self.may_have_cooldowns() {
             return vec![CooldownState::Available; ids.len()];
         }
@@ -186,7 +181,7 @@ impl MemoryBackend {
         states
     }
 
-    pub(super) fn all_cooldowns(&self) -> Vec<(DeploymentId, CooldownState)> {
+    pub(crate) fn all_cooldowns(&self) -> Vec<(DeploymentId, CooldownState)> {
         let now = Instant::now();
         let mut dropped = false;
         self.benches.retain(|_, b| {
@@ -208,7 +203,7 @@ impl MemoryBackend {
         all
     }
 
-    pub(super) fn bench(
+    pub(crate) fn bench(
         &self,
         id: &DeploymentId,
         base: Duration,
@@ -248,7 +243,7 @@ impl MemoryBackend {
         cooldown
     }
 
-    pub(super) fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
+    pub(crate) fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
         let now = Instant::now();
         let Some(mut b) = self.benches.get_mut(id) else { return false };
         match b.state(now) {
@@ -262,7 +257,7 @@ impl MemoryBackend {
         }
     }
 
-    pub(super) fn release_probe(&self, id: &DeploymentId) {
+    pub(crate) fn release_probe(&self, id: &DeploymentId) {
         if let Some(mut b) = self.benches.get_mut(id) {
             b.probe_until = None;
             drop(b);
@@ -270,7 +265,7 @@ impl MemoryBackend {
         }
     }
 
-    pub(super) fn clear_cooldown(&self, id: &DeploymentId) -> bool {
+    pub(crate) fn clear_cooldown(&self, id: &DeploymentId) -> bool {
         let now = Instant::now();
         let removed = self.benches.remove(id);
         if removed.is_some() {
@@ -281,17 +276,17 @@ impl MemoryBackend {
         removed.is_some_and(|(_, b)| b.state(now) != CooldownState::Available)
     }
 
-    pub(super) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
+    pub(crate) fn record_outcome(&self, id: &DeploymentId, success: bool) -> OutcomeCounts {
         let now = Instant::now();
         let (s, f) = if success { (1, 0) } else { (0, 1) };
         let mut w = self.outcome_window(id);
         w.add(now, s, f);
-        let Pair { a, b } = w.totals(now);
-        OutcomeCounts { successes: a, failures: b }
+        let Counts { first: successes, second: failures } = w.totals(now);
+        OutcomeCounts { successes, failures }
     }
 
     /// Counts one success of `id`, when nobody reads the counts.
-    pub(super) fn record_success(&self, id: &DeploymentId) {
+    pub(crate) fn record_success(&self, id: &DeploymentId) {
         self.outcome_window(id).add(Instant::now(), 1, 0);
     }
 
@@ -303,30 +298,30 @@ impl MemoryBackend {
         }
     }
 
-    pub(super) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
+    pub(crate) fn usage(&self, ids: &[DeploymentId]) -> Vec<WindowUsage> {
         let now = Instant::now();
         ids.iter()
             .map(|id| {
                 self.usage.get_mut(id).map_or_else(WindowUsage::default, |mut w| {
-                    let Pair { a, b } = w.totals(now);
-                    WindowUsage { requests: a, tokens: b }
+                    let Counts { first: requests, second: tokens } = w.totals(now);
+                    WindowUsage { requests, tokens }
                 })
             })
             .collect()
     }
 
-    pub(super) fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Admission {
+    pub(crate) fn try_reserve(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Admission {
         let now = Instant::now();
         let mut w = self.usage.entry(id.clone()).or_insert_with(|| self.window(self.config.usage_window));
-        let Pair { a, b } = w.totals(now);
-        if limits.admits(WindowUsage { requests: a, tokens: b }, tokens) {
+        let Counts { first: requests, second: used } = w.totals(now);
+        if limits.admits(WindowUsage { requests, tokens: used }, tokens) {
             let tick = w.add(now, 1, tokens);
             return Admission::Admitted(Reservation { id: id.clone(), tick, tokens, remote: false });
         }
         Admission::Full { retry_in: self.wait_for_room(&mut w, now, limits, tokens) }
     }
 
-    pub(super) fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Duration {
+    pub(crate) fn room_in(&self, id: &DeploymentId, limits: Limits, tokens: u64) -> Duration {
         let now = Instant::now();
         match self.usage.get_mut(id) {
             Some(mut w) => self.wait_for_room(&mut w, now, limits, tokens),
@@ -336,23 +331,23 @@ impl MemoryBackend {
     }
 
     fn wait_for_room(&self, w: &mut SlidingWindow, now: Instant, limits: Limits, tokens: u64) -> Duration {
-        let Pair { a, b } = w.totals(now);
+        let Counts { first: requests, second: used } = w.totals(now);
         let mut retry_in = Duration::ZERO;
         if let Some(rpm) = limits.rpm
-            && a >= rpm
+            && requests >= rpm
         {
             let wait = match rpm.checked_sub(1) {
-                Some(target) => w.until_a_at_most(now, target),
+                Some(target) => w.until_first_at_most(now, target),
                 None => self.config.usage_window,
             };
             retry_in = retry_in.max(wait);
         }
         if let Some(tpm) = limits.tpm
-            && b.saturating_add(tokens) > tpm
+            && used.saturating_add(tokens) > tpm
         {
             // A request larger than the whole limit never fits: report a full window.
             let wait = match tpm.checked_sub(tokens) {
-                Some(target) => w.until_b_at_most(now, target),
+                Some(target) => w.until_second_at_most(now, target),
                 None => self.config.usage_window,
             };
             retry_in = retry_in.max(wait);
@@ -360,16 +355,16 @@ impl MemoryBackend {
         retry_in
     }
 
-    pub(super) fn reconcile(&self, r: &Reservation, actual: u64) {
+    pub(crate) fn reconcile(&self, r: &Reservation, actual: u64) {
         if let Some(mut w) = self.usage.get_mut(&r.id) {
-            w.adjust_b(
+            w.adjust_second(
                 r.tick,
                 i64::try_from(actual).unwrap_or(i64::MAX).saturating_sub(i64::try_from(r.tokens).unwrap_or(i64::MAX)),
             );
         }
     }
 
-    pub(super) fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
+    pub(crate) fn add_spend(&self, key: &str, amount: f64, period: Duration) -> f64 {
         let now = Instant::now();
         let mut s = self.spend.entry(Arc::from(key)).or_insert_with(|| Spend { started: now, period, total: 0.0 });
         if now.saturating_duration_since(s.started) >= s.period {
@@ -379,12 +374,7 @@ impl MemoryBackend {
         s.total
     }
 
-    pub(super) fn spend(&self, key: &str) -> f64 {
-        let now = Instant::now();
-        self.spend.get(key).filter(|s| now.saturating_duration_since(s.started) < s.period).map_or(0.0, |s| s.total)
-    }
-
-    pub(super) fn spend_state(&self, key: &str) -> SpendState {
+    pub(crate) fn spend_state(&self, key: &str) -> SpendState {
         let now = Instant::now();
         self.spend
             .get(key)
@@ -395,7 +385,7 @@ impl MemoryBackend {
             .unwrap_or_default()
     }
 
-    pub(super) fn affinity(&self, key: &str) -> Option<DeploymentId> {
+    pub(crate) fn affinity(&self, key: &str) -> Option<DeploymentId> {
         let now = Instant::now();
         if let Some(s) = self.affinity.get(key)
             && s.until > now
@@ -406,7 +396,7 @@ impl MemoryBackend {
         None
     }
 
-    pub(super) fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) {
+    pub(crate) fn set_affinity(&self, key: &str, id: &DeploymentId, ttl: Duration) {
         let now = Instant::now();
         let until = now + ttl;
         if let Some(mut s) = self.affinity.get_mut(key) {
@@ -442,7 +432,107 @@ impl MemoryBackend {
     }
 
     #[cfg(test)]
-    pub(super) fn affinity_len(&self) -> usize {
+    pub(crate) fn affinity_len(&self) -> usize {
         self.affinity.len()
+    }
+}
+
+/// The in-memory backend: one process's state, every answer ready at once (the default of
+/// [`StateStore::memory`](super::StateStore::memory)). Wrap it to build a backend of your own (see
+/// [`StoreBackend`]).
+#[derive(Debug)]
+pub struct MemoryBackend(MemoryState);
+
+impl MemoryBackend {
+    /// An empty in-memory backend.
+    pub fn new(config: StoreConfig) -> Self {
+        Self(MemoryState::new(config))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &MemoryState {
+        &self.0
+    }
+}
+
+impl StoreBackend for MemoryBackend {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn watch_cooldowns(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.watch_cooldowns()
+    }
+
+    fn cooldown_states<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<CooldownState>> {
+        StoreFuture::ready(self.0.cooldown_states(ids))
+    }
+
+    fn may_have_cooldowns_among(&self, ids: &mut dyn Iterator<Item = &DeploymentId>) -> bool {
+        self.0.may_have_cooldowns_among(ids)
+    }
+
+    fn all_cooldowns(&self) -> StoreFuture<'_, Vec<(DeploymentId, CooldownState)>> {
+        StoreFuture::ready(self.0.all_cooldowns())
+    }
+
+    fn bench<'a>(
+        &'a self,
+        id: &'a DeploymentId,
+        base: Duration,
+        reason: Arc<str>,
+        status: Option<u16>,
+        growth: Option<Growth>,
+    ) -> StoreFuture<'a, Cooldown> {
+        StoreFuture::ready(self.0.bench(id, base, reason, status, growth))
+    }
+
+    fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        StoreFuture::ready(self.0.claim_probe(id, hold))
+    }
+
+    fn clear_cooldown<'a>(&'a self, id: &'a DeploymentId) -> StoreFuture<'a, bool> {
+        StoreFuture::ready(self.0.clear_cooldown(id))
+    }
+
+    fn record_outcome<'a>(&'a self, id: &'a DeploymentId, success: bool) -> StoreFuture<'a, OutcomeCounts> {
+        StoreFuture::ready(self.0.record_outcome(id, success))
+    }
+
+    fn usage<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<WindowUsage>> {
+        StoreFuture::ready(self.0.usage(ids))
+    }
+
+    fn try_reserve<'a>(&'a self, id: &'a DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'a, Admission> {
+        StoreFuture::ready(self.0.try_reserve(id, limits, tokens))
+    }
+
+    fn room_in<'a>(&'a self, id: &'a DeploymentId, limits: Limits, tokens: u64) -> StoreFuture<'a, Duration> {
+        StoreFuture::ready(self.0.room_in(id, limits, tokens))
+    }
+
+    fn spends<'a>(&'a self, keys: &'a [&'a str]) -> StoreFuture<'a, Result<Vec<SpendState>, StoreError>> {
+        StoreFuture::ready(Ok(keys.iter().map(|k| self.0.spend_state(k)).collect()))
+    }
+
+    fn affinity<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<DeploymentId>> {
+        StoreFuture::ready(self.0.affinity(key))
+    }
+
+    fn set_affinity<'a>(&'a self, key: &'a str, id: &'a DeploymentId, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.0.set_affinity(key, id, ttl);
+        StoreFuture::ready(())
+    }
+
+    fn run_bookkeeping(&self, work: Bookkeeping<'_>) {
+        match work {
+            Bookkeeping::Success(id) => self.0.record_success(id),
+            Bookkeeping::ReleaseProbe(id) => self.0.release_probe(id),
+            Bookkeeping::Reconcile { reservation, actual_tokens } => self.0.reconcile(reservation, actual_tokens),
+            Bookkeeping::Spend { key, amount, period } => {
+                self.0.add_spend(key, amount, period);
+            }
+            Bookkeeping::Task(task) => super::backend::run_inline(task),
+        }
     }
 }

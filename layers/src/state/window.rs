@@ -4,11 +4,12 @@ use std::{collections::VecDeque, time::Duration};
 
 use tokio::time::Instant;
 
-/// Two counters per tick (for usage: requests and tokens; for outcomes: successes and failures).
+/// The two counters a window keeps per tick: for usage, requests and tokens; for outcomes,
+/// successes and failures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Pair {
-    pub(crate) a: u64,
-    pub(crate) b: u64,
+pub(crate) struct Counts {
+    pub(crate) first: u64,
+    pub(crate) second: u64,
 }
 
 /// Events over the last `span`, merged per `resolution` tick.
@@ -23,15 +24,15 @@ pub(crate) struct SlidingWindow {
     base: Instant,
     resolution_ms: u64,
     span_ticks: u64,
-    entries: VecDeque<(u64, Pair)>,
-    total: Pair,
+    entries: VecDeque<(u64, Counts)>,
+    total: Counts,
 }
 
 impl SlidingWindow {
     pub(crate) fn new(base: Instant, span: Duration, resolution: Duration) -> Self {
         let resolution_ms = resolution.as_millis().max(1) as u64;
         let span_ticks = (span.as_millis() as u64).div_ceil(resolution_ms).max(1);
-        Self { base, resolution_ms, span_ticks, entries: VecDeque::new(), total: Pair::default() }
+        Self { base, resolution_ms, span_ticks, entries: VecDeque::new(), total: Counts::default() }
     }
 
     /// The tick an event at `now` is recorded at (rounded up).
@@ -52,59 +53,59 @@ impl SlidingWindow {
     }
 
     fn prune(&mut self, now_tick: u64) {
-        while let Some(&(tick, pair)) = self.entries.front() {
+        while let Some(&(tick, counts)) = self.entries.front() {
             if tick + self.span_ticks > now_tick {
                 break;
             }
-            self.total.a -= pair.a;
-            self.total.b -= pair.b;
+            self.total.first -= counts.first;
+            self.total.second -= counts.second;
             self.entries.pop_front();
         }
     }
 
     /// Totals over the window ending at `now`.
-    pub(crate) fn totals(&mut self, now: Instant) -> Pair {
+    pub(crate) fn totals(&mut self, now: Instant) -> Counts {
         self.prune(self.passed(now));
         self.total
     }
 
     /// Adds an event at `now`; returns its tick (to adjust it later).
-    pub(crate) fn add(&mut self, now: Instant, a: u64, b: u64) -> u64 {
+    pub(crate) fn add(&mut self, now: Instant, first: u64, second: u64) -> u64 {
         let t = self.tick(now);
         self.prune(self.passed(now));
         match self.entries.back_mut() {
-            Some((tick, pair)) if *tick == t => {
-                pair.a += a;
-                pair.b += b;
+            Some((tick, counts)) if *tick == t => {
+                counts.first += first;
+                counts.second += second;
             }
-            _ => self.entries.push_back((t, Pair { a, b })),
+            _ => self.entries.push_back((t, Counts { first, second })),
         }
-        self.total.a += a;
-        self.total.b += b;
+        self.total.first += first;
+        self.total.second += second;
         t
     }
 
-    /// Changes the `b` counter of the event recorded at `tick` by `delta` (no-op once it left the
+    /// Changes the second counter of the event recorded at `tick` by `delta` (no-op once it left the
     /// window). Never goes below zero.
-    pub(crate) fn adjust_b(&mut self, tick: u64, delta: i64) {
+    pub(crate) fn adjust_second(&mut self, tick: u64, delta: i64) {
         if let Ok(i) = self.entries.binary_search_by_key(&tick, |(t, _)| *t) {
-            let pair = &mut self.entries[i].1;
-            let new = (pair.b as i64).saturating_add(delta).max(0) as u64;
-            self.total.b = self.total.b - pair.b + new;
-            pair.b = new;
+            let counts = &mut self.entries[i].1;
+            let new = (counts.second as i64).saturating_add(delta).max(0) as u64;
+            self.total.second = self.total.second - counts.second + new;
+            counts.second = new;
         }
     }
 
-    /// How long until the `a` total drops to at most `target` (zero when it already is).
-    pub(crate) fn until_a_at_most(&mut self, now: Instant, target: u64) -> Duration {
+    /// How long until the first total drops to at most `target` (zero when it already is).
+    pub(crate) fn until_first_at_most(&mut self, now: Instant, target: u64) -> Duration {
         let t = self.tick(now);
         self.prune(self.passed(now));
-        let mut excess = self.total.a.saturating_sub(target);
+        let mut excess = self.total.first.saturating_sub(target);
         if excess == 0 {
             return Duration::ZERO;
         }
-        for &(tick, pair) in &self.entries {
-            excess = excess.saturating_sub(pair.a);
+        for &(tick, counts) in &self.entries {
+            excess = excess.saturating_sub(counts.first);
             if excess == 0 {
                 return self.until_tick_leaves(now, tick);
             }
@@ -112,16 +113,16 @@ impl SlidingWindow {
         self.until_tick_leaves(now, t)
     }
 
-    /// How long until the `b` total drops to at most `target`.
-    pub(crate) fn until_b_at_most(&mut self, now: Instant, target: u64) -> Duration {
+    /// How long until the second total drops to at most `target`.
+    pub(crate) fn until_second_at_most(&mut self, now: Instant, target: u64) -> Duration {
         let t = self.tick(now);
         self.prune(self.passed(now));
-        let mut excess = self.total.b.saturating_sub(target);
+        let mut excess = self.total.second.saturating_sub(target);
         if excess == 0 {
             return Duration::ZERO;
         }
-        for &(tick, pair) in &self.entries {
-            excess = excess.saturating_sub(pair.b);
+        for &(tick, counts) in &self.entries {
+            excess = excess.saturating_sub(counts.second);
             if excess == 0 {
                 return self.until_tick_leaves(now, tick);
             }
@@ -151,13 +152,13 @@ mod tests {
         w.add(base, 1, 100);
         tokio::time::advance(Duration::from_secs(30)).await;
         w.add(Instant::now(), 1, 50);
-        assert_eq!(w.totals(Instant::now()), Pair { a: 2, b: 150 });
+        assert_eq!(w.totals(Instant::now()), Counts { first: 2, second: 150 });
         tokio::time::advance(Duration::from_millis(29_990)).await;
-        assert_eq!(w.totals(Instant::now()).a, 2, "not yet 60 s after the first event");
+        assert_eq!(w.totals(Instant::now()).first, 2, "not yet 60 s after the first event");
         tokio::time::advance(Duration::from_millis(10)).await;
-        assert_eq!(w.totals(Instant::now()), Pair { a: 1, b: 50 });
+        assert_eq!(w.totals(Instant::now()), Counts { first: 1, second: 50 });
         tokio::time::advance(Duration::from_secs(30)).await;
-        assert_eq!(w.totals(Instant::now()), Pair::default());
+        assert_eq!(w.totals(Instant::now()), Counts::default());
         assert!(w.is_empty());
     }
 
@@ -179,9 +180,9 @@ mod tests {
         w.add(base, 2, 0);
         tokio::time::advance(Duration::from_secs(20)).await;
         w.add(Instant::now(), 1, 0);
-        assert_eq!(w.until_a_at_most(Instant::now(), 3), Duration::ZERO);
-        assert_eq!(w.until_a_at_most(Instant::now(), 1), Duration::from_secs(40));
-        assert_eq!(w.until_a_at_most(Instant::now(), 0), Duration::from_secs(60));
+        assert_eq!(w.until_first_at_most(Instant::now(), 3), Duration::ZERO);
+        assert_eq!(w.until_first_at_most(Instant::now(), 1), Duration::from_secs(40));
+        assert_eq!(w.until_first_at_most(Instant::now(), 0), Duration::from_secs(60));
     }
 
     #[tokio::test(start_paused = true)]
@@ -189,9 +190,9 @@ mod tests {
         let base = Instant::now();
         let mut w = SlidingWindow::new(base, Duration::from_secs(60), Duration::from_millis(10));
         let t = w.add(base, 1, 100);
-        w.adjust_b(t, 40);
-        assert_eq!(w.totals(base).b, 140);
-        w.adjust_b(t, -1_000);
-        assert_eq!(w.totals(base).b, 0);
+        w.adjust_second(t, 40);
+        assert_eq!(w.totals(base).second, 140);
+        w.adjust_second(t, -1_000);
+        assert_eq!(w.totals(base).second, 0);
     }
 }

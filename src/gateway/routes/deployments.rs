@@ -118,9 +118,9 @@ impl StoreView {
         let router = &shared.router;
         let deployments = router.registry().deployments();
         let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
-        let (cooldowns, usage) = match (router.cooldowns().await, router.store().usage(&ids).await) {
-            (Ok(c), Ok(u)) => (c, u),
-            (Err(e), _) | (_, Err(e)) => {
+        let cooldowns = match router.cooldowns().await {
+            Ok(c) => c,
+            Err(e) => {
                 return Err(json_error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "server_error",
@@ -129,6 +129,7 @@ impl StoreView {
                 ));
             }
         };
+        let usage = router.store().usage(&ids).await;
         let cooldowns = cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
         Ok(Self { deployments, cooldowns, usage })
     }
@@ -249,20 +250,16 @@ pub(crate) async fn bench(
         return bad_request("invalid_request", "the router's cooldown_time is 0: give `seconds`");
     }
     let reason = req.reason.map_or_else(|| "benched by an operator".to_owned(), |r| redact(&r, &[], MAX_REASON));
-    match shared.router.store().set_cooldown(&id, ttl, reason.into(), None).await {
-        Ok(cooldown) => {
-            tracing::warn!(deployment = %id, group = %deployment.group, seconds = ttl.as_secs_f64(), "deployment benched by hand");
-            let state = CooldownState::CoolingDown(cooldown);
-            Json(CooldownAnswer {
-                id: id.to_string(),
-                group: deployment.group.to_string(),
-                cooldown: CooldownView::new(Some(&state), Instant::now()),
-                was_cooling_down: None,
-            })
-            .into_response()
-        }
-        Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "state_unavailable", e.to_string()),
-    }
+    let cooldown = shared.router.store().bench(&id, ttl, reason.into(), None, None).await;
+    tracing::warn!(deployment = %id, group = %deployment.group, seconds = ttl.as_secs_f64(), "deployment benched by hand");
+    let state = CooldownState::CoolingDown(cooldown);
+    Json(CooldownAnswer {
+        id: id.to_string(),
+        group: deployment.group.to_string(),
+        cooldown: CooldownView::new(Some(&state), Instant::now()),
+        was_cooling_down: None,
+    })
+    .into_response()
 }
 
 /// Ends a deployment's cooldown (or half-open state) now.
@@ -271,19 +268,15 @@ pub(crate) async fn readmit(State(shared): State<Arc<Shared>>, Path(id): Path<St
     let Some(deployment) = shared.router.registry().deployment(&id) else {
         return unknown(&id);
     };
-    match shared.router.store().clear_cooldown(&id).await {
-        Ok(was) => {
-            tracing::info!(deployment = %id, group = %deployment.group, was_cooling_down = was, "deployment re-admitted by hand");
-            Json(CooldownAnswer {
-                id: id.to_string(),
-                group: deployment.group.to_string(),
-                cooldown: CooldownView::new(None, Instant::now()),
-                was_cooling_down: Some(was),
-            })
-            .into_response()
-        }
-        Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, "server_error", "state_unavailable", e.to_string()),
-    }
+    let was = shared.router.store().clear_cooldown(&id).await;
+    tracing::info!(deployment = %id, group = %deployment.group, was_cooling_down = was, "deployment re-admitted by hand");
+    Json(CooldownAnswer {
+        id: id.to_string(),
+        group: deployment.group.to_string(),
+        cooldown: CooldownView::new(None, Instant::now()),
+        was_cooling_down: Some(was),
+    })
+    .into_response()
 }
 
 fn unknown(id: &DeploymentId) -> Response {

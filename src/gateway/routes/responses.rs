@@ -50,7 +50,7 @@ pub(crate) async fn cancel(State(shared): State<Arc<Shared>>, Path(id): Path<Str
 }
 
 async fn operation(shared: &Shared, id: String, op: ResponseOp, headers: &HeaderMap) -> Response {
-    let holder = shared.router.store().affinity(&conversation_key(&id)).await.ok().flatten();
+    let holder = shared.router.store().affinity(&conversation_key(&id)).await;
     let Some(holder) = holder else {
         let shown: String = id.chars().filter(|c| !c.is_control()).take(100).collect();
         return json_error(

@@ -287,8 +287,8 @@ pub(crate) async fn record_operator(
     let feed = &shared.dashboard.feed;
     if method == Method::DELETE {
         feed.readmitted_by_operator(&id, &deployment.group);
-    } else if let Ok(states) = shared.router.store().cooldown_states(std::slice::from_ref(&id)).await
-        && let Some(CooldownState::CoolingDown(c)) = states.first()
+    } else if let Some(CooldownState::CoolingDown(c)) =
+        shared.router.store().cooldown_states(std::slice::from_ref(&id)).await.first()
     {
         feed.benched_by_operator(&id, &deployment.group, c.until, &c.reason);
     }

@@ -1,0 +1,214 @@
+//! The values the store reads and writes: cooldowns, usage and outcome counts, reservations,
+//! spend, and the one error a backend may report.
+//!
+//! Fields are public for reading; a backend outside this crate builds the `#[non_exhaustive]` ones
+//! with their `new` constructors.
+
+use std::{fmt, sync::Arc, time::Duration};
+
+use tokio::time::Instant;
+
+use crate::DeploymentId;
+
+/// A deployment benched until a deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Cooldown {
+    /// When it may serve again.
+    pub until: Instant,
+    /// Why (masked and truncated by the caller; never a secret).
+    pub reason: Arc<str>,
+    /// The upstream status that caused it, if any.
+    pub status: Option<u16>,
+    /// Consecutive cooldowns without a successful probe in between (half-open recovery only).
+    pub strikes: u32,
+}
+
+impl Cooldown {
+    /// A cooldown until `until`, for `reason` (never a secret), after `strikes` earlier ones.
+    pub fn new(until: Instant, reason: Arc<str>, status: Option<u16>, strikes: u32) -> Self {
+        Self { until, reason, status, strikes }
+    }
+}
+
+/// Where a deployment stands with respect to cooldowns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CooldownState {
+    /// Free to serve.
+    Available,
+    /// Benched until the deadline.
+    CoolingDown(Cooldown),
+    /// Its deadline passed (half-open recovery): one probe request decides whether it serves again.
+    HalfOpen {
+        /// Cooldowns in a row so far.
+        strikes: u32,
+        /// A probe is in flight (claimed by some request, on some replica).
+        probing: bool,
+    },
+}
+
+/// How a repeated cooldown grows under half-open recovery: `base × factor^strikes`, capped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Growth {
+    /// Multiplier per strike (≥ 1).
+    pub factor: f64,
+    /// Longest cooldown.
+    pub cap: Duration,
+}
+
+impl Growth {
+    /// Growth by `factor` per strike up to `cap`.
+    pub fn new(factor: f64, cap: Duration) -> Self {
+        Self { factor: if factor.is_finite() { factor.max(1.0) } else { 1.0 }, cap }
+    }
+
+    /// The cooldown after `strikes` earlier ones.
+    pub fn ttl(&self, base: Duration, strikes: u32) -> Duration {
+        let scaled = base.as_secs_f64() * self.factor.powi(strikes.min(64) as i32);
+        if !scaled.is_finite() || scaled >= self.cap.as_secs_f64() {
+            return self.cap.max(base.min(self.cap));
+        }
+        Duration::from_secs_f64(scaled)
+    }
+}
+
+/// Successes and failures of a deployment in the outcome window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutcomeCounts {
+    /// Successful attempts.
+    pub successes: u64,
+    /// Failed attempts.
+    pub failures: u64,
+}
+
+impl OutcomeCounts {
+    /// The counts of a window.
+    pub const fn new(successes: u64, failures: u64) -> Self {
+        Self { successes, failures }
+    }
+}
+
+/// Requests and tokens of a deployment in the usage window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WindowUsage {
+    /// Requests admitted.
+    pub requests: u64,
+    /// Tokens (reserved estimates, reconciled with real usage).
+    pub tokens: u64,
+}
+
+impl WindowUsage {
+    /// The usage of a window.
+    pub const fn new(requests: u64, tokens: u64) -> Self {
+        Self { requests, tokens }
+    }
+}
+
+/// The limits a reservation is checked against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Requests per window.
+    pub rpm: Option<u64>,
+    /// Tokens per window.
+    pub tpm: Option<u64>,
+}
+
+impl Limits {
+    /// Whether `usage` leaves room for one more request of `tokens` (the limit-th request passes,
+    /// the next does not).
+    pub fn admits(&self, usage: WindowUsage, tokens: u64) -> bool {
+        self.rpm.is_none_or(|rpm| usage.requests < rpm)
+            && self.tpm.is_none_or(|tpm| usage.tokens.saturating_add(tokens) <= tpm)
+    }
+}
+
+/// A request slot (and token estimate) taken in a deployment's usage window.
+#[derive(Clone, Debug)]
+pub struct Reservation {
+    pub(super) id: DeploymentId,
+    pub(super) tick: u64,
+    pub(super) tokens: u64,
+    /// Taken in the shared (Redis) window rather than this replica's.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(super) remote: bool,
+}
+
+impl Reservation {
+    /// A reservation of `tokens` on `deployment`; `tick` is the backend's own handle on it (the
+    /// window tick it was counted in), read back when it is reconciled
+    /// ([`Bookkeeping::Reconcile`](super::Bookkeeping::Reconcile)).
+    pub fn new(deployment: DeploymentId, tokens: u64, tick: u64) -> Self {
+        Self { id: deployment, tick, tokens, remote: false }
+    }
+
+    /// The backend's handle on the reservation (the window tick it was counted in).
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// The deployment reserved on.
+    pub fn deployment(&self) -> &DeploymentId {
+        &self.id
+    }
+
+    /// The tokens reserved.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+}
+
+/// The answer of [`StateStore::try_reserve`](super::StateStore::try_reserve).
+#[derive(Clone, Debug)]
+pub enum Admission {
+    /// Reserved.
+    Admitted(Reservation),
+    /// At a limit; a slot frees in `retry_in`.
+    Full {
+        /// Time until the window has room for this request.
+        retry_in: Duration,
+    },
+}
+
+/// The spend under one key in its current period.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct SpendState {
+    /// Spent so far in the period (0 when no period is running).
+    pub total: f64,
+    /// Time until the period ends and the spend resets; `None` when no period is running.
+    pub resets_in: Option<Duration>,
+}
+
+impl SpendState {
+    /// `total` spent in a period that ends in `resets_in`.
+    pub const fn new(total: f64, resets_in: Option<Duration>) -> Self {
+        Self { total, resets_in }
+    }
+}
+
+/// A backend failure: an invalid Redis setting, or a budget read refused while Redis is
+/// unreachable and budgets are fail-closed. No other operation fails: a backend that cannot reach
+/// its shared state answers from this replica's.
+#[derive(Debug)]
+pub struct StoreError {
+    message: String,
+}
+
+impl StoreError {
+    /// A backend failure with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self { message: message.into() }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "state store: {}", self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
