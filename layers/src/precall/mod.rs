@@ -75,6 +75,7 @@
 mod affinity;
 mod budget;
 mod capabilities;
+mod checks;
 mod config;
 mod context;
 pub mod future;
