@@ -1,4 +1,4 @@
-use std::{fmt, sync::Arc};
+use std::sync::Arc;
 
 use tokio::time::Instant;
 use tower_service::Service;
@@ -19,17 +19,18 @@ const REASON_MAX: usize = 160;
 
 /// Drops cooling-down candidates before the attempt and benches failing deployments after it;
 /// see [`CooldownLayer`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Cooldown<S> {
-    pub(crate) inner: S,
-    pub(crate) shared: Arc<CooldownLayer>,
+    inner: S,
+    layer: Arc<CooldownLayer>,
 }
 
 crate::inner_accessors!(Cooldown);
 
-impl<S: fmt::Debug> fmt::Debug for Cooldown<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cooldown").field("inner", &self.inner).field("layer", &self.shared).finish()
+impl<S> Cooldown<S> {
+    pub(crate) fn new(inner: S, layer: CooldownLayer) -> Self {
+        // One `Arc` to clone per call, not one per field.
+        Self { inner, layer: Arc::new(layer) }
     }
 }
 
@@ -141,23 +142,23 @@ impl<S> Cooldown<S> {
         // its candidates benched) calls the ready inner service directly and needs no boxed future.
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         let stream = ctx.facts().stream;
-        if let Err(e) = ctx.resolve_candidates(&self.shared.registry) {
+        if let Err(e) = ctx.resolve_candidates(&self.layer.registry) {
             return ResponseFuture::failed(e.into());
         }
         let group = ctx.group.clone().expect("resolved with the candidates");
-        if self.shared.config.disabled {
+        if self.layer.config.disabled {
             return ResponseFuture::in_place(self.inner.call(req), None);
         }
         // Fast path: none of the candidates is benched (a local check: one load when nothing is
         // benched anywhere, else a lookup per candidate in the list of benched deployments), so
         // nothing to filter.
         let candidates = ctx.candidates.as_ref().expect("resolved");
-        if !self.shared.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
-            let record = Record { shared: self.shared.clone(), group, claim: None, stream };
+        if !self.layer.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
+            let record = Record { shared: self.layer.clone(), group, claim: None, stream };
             return ResponseFuture::in_place(self.inner.call(req), Some(record));
         }
         let inner = take_ready(&mut self.inner);
-        ResponseFuture::boxed(Box::pin(filter_and_call(inner, self.shared.clone(), group, stream, req)))
+        ResponseFuture::boxed(Box::pin(filter_and_call(inner, self.layer.clone(), group, stream, req)))
     }
 }
 

@@ -173,7 +173,7 @@ impl<'a> Checks<'a> {
     }
 
     /// Runs the checks from the next one to the end, waiting where a check must.
-    pub(super) async fn run(&mut self) -> Result<(), BoxError> {
+    async fn run(&mut self) -> Result<(), BoxError> {
         while let Some(check) = self.step()? {
             self.next = match check.wait(self).await? {
                 Flow::Next => self.next + 1,

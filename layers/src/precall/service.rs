@@ -1,4 +1,4 @@
-use std::{fmt, sync::Arc};
+use std::sync::Arc;
 
 use super::{
     PreCallLayer, affinity, budget,
@@ -10,19 +10,21 @@ use crate::{
     ctx::Endpoint,
     service::{Inner, missing_context, take_ready},
 };
+
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct PreCall<S> {
-    pub(crate) inner: S,
-    pub(crate) shared: Arc<PreCallLayer>,
+    inner: S,
+    layer: Arc<PreCallLayer>,
 }
 
 crate::inner_accessors!(PreCall);
 
-impl<S: fmt::Debug> fmt::Debug for PreCall<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PreCall").field("inner", &self.inner).field("layer", &self.shared).finish()
+impl<S> PreCall<S> {
+    pub(crate) fn new(inner: S, layer: PreCallLayer) -> Self {
+        // One `Arc` to clone per call, not one per field.
+        Self { inner, layer: Arc::new(layer) }
     }
 }
 
@@ -36,7 +38,7 @@ impl<S> PreCall<S> {
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         // A Responses answer names a conversation to remember once it is served.
         let responses = ctx.facts().endpoint == Endpoint::Responses;
-        let mut checks = match Checks::begin(&self.shared, ctx) {
+        let mut checks = match Checks::begin(&self.layer, ctx) {
             Ok(checks) => checks,
             Err(e) => return ResponseFuture::failed(e),
         };
@@ -54,7 +56,7 @@ impl<S> PreCall<S> {
         }
         let paused = checks.pause();
         let mut inner = take_ready(&mut self.inner);
-        let shared = self.shared.clone();
+        let shared = self.layer.clone();
         ResponseFuture::boxed(Box::pin(async move {
             let ctx = req.route_ctx_mut().ok_or_else(missing_context)?;
             let after = paused.continue_from(&shared, ctx).await?;
