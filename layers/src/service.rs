@@ -21,26 +21,39 @@ impl<S, R> Inner<R> for S where
 {
 }
 
+/// What a routing layer's service does with a request: its `Service::call`.
+pub trait Route<R> {
+    /// The response future.
+    type Future: Future<Output = Result<http::Response<RouteBody>, BoxError>>;
+
+    /// Routes `req` (the inner service is ready).
+    fn route(&mut self, req: R) -> Self::Future;
+}
+
 /// `Service<R>` for the routing layer's service `$service<S>` (with its wrapped service in
 /// `inner`) over any `S: Inner<R>`: `poll_ready` passes through (routing decisions are made per
-/// request, in `call`), and `call` is the service's own `route`, which returns `$future`.
+/// request, in `call`), and `call` is the service's [`Route`]. With tower's accessors of the
+/// wrapped service (`get_ref`, `get_mut`, `into_inner`).
 macro_rules! routing_service {
-    ($service:ident, $future:ty) => {
+    ($service:ident) => {
+        $crate::inner_accessors!($service);
+
         impl<S, R> tower_service::Service<R> for $service<S>
         where
             R: $crate::RouteRequest,
             S: $crate::service::Inner<R>,
+            Self: $crate::service::Route<R>,
         {
             type Response = http::Response<$crate::RouteBody>;
             type Error = $crate::BoxError;
-            type Future = $future;
+            type Future = <Self as $crate::service::Route<R>>::Future;
 
             fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), $crate::BoxError>> {
                 self.inner.poll_ready(cx).map_err(Into::into)
             }
 
             fn call(&mut self, req: R) -> Self::Future {
-                self.route(req)
+                $crate::service::Route::route(self, req)
             }
         }
     };

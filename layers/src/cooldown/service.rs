@@ -10,7 +10,7 @@ use crate::{
     body::BodyEndKind,
     future::{Next, Then},
     redact::redact,
-    service::{Inner, missing_context, take_ready},
+    service::{Inner, Route, missing_context, take_ready},
     state::{CooldownState, Growth},
 };
 
@@ -21,17 +21,8 @@ const REASON_MAX: usize = 160;
 /// see [`CooldownLayer`].
 #[derive(Clone, Debug)]
 pub struct Cooldown<S> {
-    inner: S,
-    layer: Arc<CooldownLayer>,
-}
-
-crate::inner_accessors!(Cooldown);
-
-impl<S> Cooldown<S> {
-    pub(crate) fn new(inner: S, layer: CooldownLayer) -> Self {
-        // One `Arc` to clone per call, not one per field.
-        Self { inner, layer: Arc::new(layer) }
-    }
+    pub(crate) inner: S,
+    pub(crate) layer: Arc<CooldownLayer>,
 }
 
 /// Gives an unreported probe claim back when the probing attempt is dropped.
@@ -131,13 +122,12 @@ fn all_cooling_down(group: &Group, earliest: Option<Instant>) -> BoxError {
     e.into()
 }
 
-crate::service::routing_service!(Cooldown, ResponseFuture<S::Future>);
+crate::service::routing_service!(Cooldown);
 
-impl<S> Cooldown<S> {
-    fn route<R: RouteRequest>(&mut self, mut req: R) -> ResponseFuture<S::Future>
-    where
-        S: Inner<R>,
-    {
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
+    type Future = ResponseFuture<S::Future>;
+
+    fn route(&mut self, mut req: R) -> Self::Future {
         // Everything up to the cooldown read is synchronous: done here, so the common call (none of
         // its candidates benched) calls the ready inner service directly and needs no boxed future.
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };

@@ -14,7 +14,7 @@ use crate::{
     ctx::Replay,
     future::{Next, Then},
     logsafe::Escaped,
-    service::Inner,
+    service::{Inner, Route},
     spare::Spare,
 };
 
@@ -38,8 +38,6 @@ pub struct Fallback<S> {
     spare: Arc<Spare<Arc<FallbackSetup>, S>>,
 }
 
-crate::inner_accessors!(Fallback);
-
 impl<S: fmt::Debug> fmt::Debug for Fallback<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Fallback")
@@ -61,13 +59,12 @@ impl<S: Clone> Fallback<S> {
     }
 }
 
-crate::service::routing_service!(Fallback, ResponseFuture<S, R>);
+crate::service::routing_service!(Fallback);
 
-impl<S> Fallback<S> {
-    fn route<R: RouteRequest>(&mut self, req: R) -> ResponseFuture<S, R>
-    where
-        S: Inner<R>,
-    {
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Fallback<S> {
+    type Future = ResponseFuture<S, R>;
+
+    fn route(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer;
         let Some(ctx) = req.route_ctx() else {
             // Nothing to route by: the layers below report the missing context.

@@ -35,6 +35,6 @@ impl<S> Layer<S> for PreCallLayer {
     type Service = PreCall<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PreCall::new(inner, self.clone())
+        PreCall { inner, layer: Arc::new(self.clone()) }
     }
 }

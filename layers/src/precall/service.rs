@@ -8,33 +8,23 @@ use super::{
 use crate::{
     ResponseId, RouteBody, RouteRequest, Served,
     ctx::Endpoint,
-    service::{Inner, missing_context, take_ready},
+    service::{Inner, Route, missing_context, take_ready},
 };
 
 /// Drops the candidates an attempt cannot use before the select layer picks; see
 /// [`PreCallLayer`].
 #[derive(Clone, Debug)]
 pub struct PreCall<S> {
-    inner: S,
-    layer: Arc<PreCallLayer>,
+    pub(crate) inner: S,
+    pub(crate) layer: Arc<PreCallLayer>,
 }
 
-crate::inner_accessors!(PreCall);
+crate::service::routing_service!(PreCall);
 
-impl<S> PreCall<S> {
-    pub(crate) fn new(inner: S, layer: PreCallLayer) -> Self {
-        // One `Arc` to clone per call, not one per field.
-        Self { inner, layer: Arc::new(layer) }
-    }
-}
+impl<S: Inner<R>, R: RouteRequest> Route<R> for PreCall<S> {
+    type Future = ResponseFuture<S::Future>;
 
-crate::service::routing_service!(PreCall, ResponseFuture<S::Future>);
-
-impl<S> PreCall<S> {
-    fn route<R: RouteRequest>(&mut self, mut req: R) -> ResponseFuture<S::Future>
-    where
-        S: Inner<R>,
-    {
+    fn route(&mut self, mut req: R) -> Self::Future {
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         // A Responses answer names a conversation to remember once it is served.
         let responses = ctx.facts().endpoint == Endpoint::Responses;

@@ -17,7 +17,7 @@ use crate::{
     fallback_tables::{FallbackHint, entry},
     future::{Next, Then},
     logsafe::Escaped,
-    service::{Inner, take_ready},
+    service::{Inner, Route, take_ready},
     spare::Spare,
 };
 
@@ -41,8 +41,6 @@ pub struct Retry<S> {
     rng: Option<SmallRng>,
 }
 
-crate::inner_accessors!(Retry);
-
 impl<S: fmt::Debug> fmt::Debug for Retry<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.spare.layer).finish()
@@ -62,13 +60,12 @@ impl<S: Clone> Retry<S> {
     }
 }
 
-crate::service::routing_service!(Retry, ResponseFuture<S, R>);
+crate::service::routing_service!(Retry);
 
-impl<S> Retry<S> {
-    fn route<R: RouteRequest>(&mut self, req: R) -> ResponseFuture<S, R>
-    where
-        S: Inner<R>,
-    {
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Retry<S> {
+    type Future = ResponseFuture<S, R>;
+
+    fn route(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer.shared;
         let seeds = &self.spare.layer.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();

@@ -11,7 +11,7 @@ use crate::{
     body::BodyEndKind,
     future::{Next, Then},
     logsafe::Escaped,
-    service::{Inner, missing_context, take_ready},
+    service::{Inner, Route, missing_context, take_ready},
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
 
@@ -27,8 +27,6 @@ pub struct Select<S> {
     /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
     rng: Option<SmallRng>,
 }
-
-crate::inner_accessors!(Select);
 
 impl<S: fmt::Debug> fmt::Debug for Select<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -54,13 +52,12 @@ fn tracks_usage(d: &Deployment, strategy_reads_usage: bool) -> bool {
     strategy_reads_usage || d.rpm.is_some() || d.tpm.is_some()
 }
 
-crate::service::routing_service!(Select, ResponseFuture<S::Future>);
+crate::service::routing_service!(Select);
 
-impl<S> Select<S> {
-    fn route<R: RouteRequest>(&mut self, mut req: R) -> ResponseFuture<S::Future>
-    where
-        S: Inner<R>,
-    {
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Select<S> {
+    type Future = ResponseFuture<S::Future>;
+
+    fn route(&mut self, mut req: R) -> Self::Future {
         let seeds = &self.shared.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
