@@ -348,7 +348,7 @@ impl Waiting {
                 let tokens = c.ctx.reserve_tokens;
                 let full = limits::filter(store, &mut c.list, tokens).await?;
                 if c.list.is_empty() {
-                    return Err(limits::all_limited(store, &c.group, &full, tokens).await?);
+                    return Err(limits::all_limited(&c.group, limits::soonest_room(store, &full, tokens).await?));
                 }
             }
             Self::Budgets => {

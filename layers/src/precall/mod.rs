@@ -80,7 +80,7 @@ mod config;
 mod context;
 pub mod future;
 mod layer;
-mod limits;
+pub(crate) mod limits;
 mod order;
 mod parallel;
 mod params;

@@ -11,6 +11,7 @@ use crate::{
     body::BodyEndKind,
     future::{Next, Then},
     logsafe::Escaped,
+    precall::limits::{all_limited, soonest_room},
     service::{Inner, Route, missing_context, take_ready},
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
@@ -203,10 +204,7 @@ impl Pick {
                     // The strategy filtered every candidate by its limits: report when the first
                     // frees.
                     if self.soonest_free.is_none() {
-                        for d in &self.list {
-                            let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await?;
-                            self.soonest_free = Some(self.soonest_free.map_or(wait, |s| s.min(wait)));
-                        }
+                        self.soonest_free = soonest_room(store, &self.list, self.tokens).await?;
                     }
                     return Err(all_limited(&self.group, self.soonest_free));
                 }
@@ -486,16 +484,4 @@ fn all_full(group: &crate::Group, soonest_free: Option<Duration>, parallel_full:
         .into();
     }
     all_limited(group, soonest_free)
-}
-
-fn all_limited(group: &crate::Group, soonest_free: Option<Duration>) -> BoxError {
-    let mut e = RouteError::new(
-        RouteErrorKind::RateLimited,
-        format!("every deployment of `{}` is at its RPM/TPM limit", group.name()),
-    )
-    .with_group(group.name().clone());
-    if let Some(d) = soonest_free {
-        e = e.with_retry_after(d);
-    }
-    e.into()
 }
