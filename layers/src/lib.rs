@@ -36,6 +36,7 @@ pub mod error;
 pub mod error_class;
 pub mod fallback;
 pub mod fallback_tables;
+mod future;
 pub mod logsafe;
 pub mod outcome;
 pub mod precall;
@@ -44,6 +45,7 @@ pub mod retry;
 pub mod seed;
 pub mod select;
 pub mod semconv;
+mod service;
 pub mod span;
 mod spare;
 pub mod stack;
@@ -84,3 +86,8 @@ macro_rules! inner_accessors {
 /// clones services per request and moves futures across threads).
 #[cfg(test)]
 pub(crate) fn assert_embeddable<T: Clone + Send + Sync + 'static>() {}
+
+/// The inner service the tests wrap to check that a layer's service is embeddable.
+#[cfg(test)]
+pub(crate) type TestInner =
+    tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>;

@@ -50,6 +50,6 @@ impl<S> Layer<S> for CooldownLayer {
     type Service = Cooldown<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Cooldown { inner, shared: Arc::new(self.clone()) }
+        Cooldown { inner, layer: Arc::new(self.clone()) }
     }
 }

@@ -1,8 +1,4 @@
-use std::{
-    fmt,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::sync::Arc;
 
 use tokio::time::Instant;
 use tower_service::Service;
@@ -12,7 +8,9 @@ use crate::{
     BoxError, Deployment, DeploymentId, Group, Outcome, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
     StateStore,
     body::BodyEndKind,
+    future::{Next, Then},
     redact::redact,
+    service::{Inner, Route, missing_context, take_ready},
     state::{Bookkeeping, CooldownState, Growth},
 };
 
@@ -21,23 +19,10 @@ const REASON_MAX: usize = 160;
 
 /// Drops cooling-down candidates before the attempt and benches failing deployments after it;
 /// see [`CooldownLayer`].
+#[derive(Clone, Debug)]
 pub struct Cooldown<S> {
     pub(crate) inner: S,
-    pub(crate) shared: Arc<CooldownLayer>,
-}
-
-crate::inner_accessors!(Cooldown);
-
-impl<S: Clone> Clone for Cooldown<S> {
-    fn clone(&self) -> Self {
-        Self { inner: self.inner.clone(), shared: self.shared.clone() }
-    }
-}
-
-impl<S: fmt::Debug> fmt::Debug for Cooldown<S> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cooldown").field("inner", &self.inner).field("layer", &self.shared).finish()
-    }
+    pub(crate) layer: Arc<CooldownLayer>,
 }
 
 /// Gives an unreported probe claim back when the probing attempt is dropped.
@@ -61,7 +46,7 @@ impl Drop for ProbeClaim {
 }
 
 /// What the layer knows about a failed attempt.
-struct Failure {
+struct AttemptFailure {
     deployment: DeploymentId,
     outcome: Outcome,
     status: Option<u16>,
@@ -69,7 +54,7 @@ struct Failure {
     message: String,
 }
 
-impl Failure {
+impl AttemptFailure {
     fn of(err: &BoxError) -> Option<Self> {
         let e = RouteError::find(&**err)?;
         // Our own refusals (no candidates, limits, ...) are not failures of a deployment.
@@ -87,7 +72,13 @@ impl Failure {
 }
 
 /// Records an attempt's failure and benches the deployment when the rules say so.
-async fn on_failure(store: &StateStore, config: &CooldownConfig, group: &Group, failure: Failure, probing: bool) {
+async fn on_failure(
+    store: &StateStore,
+    config: &CooldownConfig,
+    group: &Group,
+    failure: AttemptFailure,
+    probing: bool,
+) {
     let counts = store.record_outcome(&failure.deployment, false).await;
     let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
     let rule = if probing {
@@ -130,52 +121,34 @@ fn all_cooling_down(group: &Group, earliest: Option<Instant>) -> BoxError {
     e.into()
 }
 
-impl<S, R> Service<R> for Cooldown<S>
-where
-    R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<RouteBody>;
-    type Error = BoxError;
+crate::service::routing_service!(Cooldown);
+
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, mut req: R) -> Self::Future {
+    fn route(&mut self, mut req: R) -> Self::Future {
         // Everything up to the cooldown read is synchronous: done here, so the common call (none of
         // its candidates benched) calls the ready inner service directly and needs no boxed future.
-        let Some(ctx) = req.route_ctx_mut() else {
-            return failed(RouteError::new(RouteErrorKind::MissingContext, "request has no RouteCtx").into());
-        };
+        let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         let stream = ctx.facts().stream;
-        if let Err(e) = ctx.resolve_candidates(&self.shared.registry) {
-            return failed(e.into());
+        if let Err(e) = ctx.resolve_candidates(&self.layer.registry) {
+            return ResponseFuture::failed(e.into());
         }
         let group = ctx.group.clone().expect("resolved with the candidates");
-        if self.shared.config.disabled {
-            return ResponseFuture::passthrough(self.inner.call(req));
+        if self.layer.config.disabled {
+            return ResponseFuture::in_place(self.inner.call(req), None);
         }
         // Fast path: none of the candidates is benched (a local check: one load when nothing is
         // benched anywhere, else a lookup per candidate in the list of benched deployments), so
         // nothing to filter.
         let candidates = ctx.candidates.as_ref().expect("resolved");
-        if !self.shared.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
-            let record = Record { shared: self.shared.clone(), group, claim: None, stream };
-            return ResponseFuture::attempt(self.inner.call(req), record);
+        if !self.layer.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
+            let record = Record { shared: self.layer.clone(), group, claim: None, stream };
+            return ResponseFuture::in_place(self.inner.call(req), Some(record));
         }
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        ResponseFuture::boxed(Box::pin(filter_and_call(inner, self.shared.clone(), group, stream, req)))
+        let inner = take_ready(&mut self.inner);
+        ResponseFuture::boxed(Box::pin(filter_and_call(inner, self.layer.clone(), group, stream, req)))
     }
-}
-
-/// An error the future returns at once.
-fn failed<F>(err: BoxError) -> ResponseFuture<F> {
-    ResponseFuture::boxed(Box::pin(std::future::ready(Err(err))))
 }
 
 /// Drops the candidates cooling down (claiming a half-open probe, or waiting for the first to
@@ -251,7 +224,8 @@ where
 
 /// What the layer records once an attempt has resolved: the success count, the failure rules, the
 /// probe's verdict.
-pub(crate) struct Record {
+#[allow(missing_debug_implementations)] // named only in the type of the layer's response future
+pub struct Record {
     shared: Arc<CooldownLayer>,
     group: Arc<Group>,
     claim: Option<ProbeClaim>,
@@ -315,7 +289,7 @@ impl Record {
                 Ok(resp)
             }
             Err(err) => {
-                if let Some(failure) = Failure::of(&err) {
+                if let Some(failure) = AttemptFailure::of(&err) {
                     let was_probe = probing.as_ref() == Some(&failure.deployment);
                     if was_probe && let Some(c) = &mut claim {
                         c.settle();
@@ -330,6 +304,13 @@ impl Record {
                 Err(err)
             }
         }
+    }
+}
+
+/// After the attempt polled in place: its outcome recorded.
+impl<F> Then<F> for Record {
+    fn then(self, result: Result<http::Response<RouteBody>, BoxError>, _: &F) -> Next {
+        Next::Done(self.finish(result))
     }
 }
 
@@ -348,7 +329,7 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
             return;
         };
         store.run_bookkeeping(async move {
-            let failure = Failure {
+            let failure = AttemptFailure {
                 deployment: id,
                 outcome,
                 status: None,
@@ -358,19 +339,4 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
             on_failure(&shared.store, &shared.config, &group, failure, false).await;
         });
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layer_and_service_are_embeddable() {
-        crate::assert_embeddable::<CooldownLayer>();
-        crate::assert_embeddable::<
-            Cooldown<
-                tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>,
-            >,
-        >();
-    }
 }

@@ -98,12 +98,13 @@ impl From<FallbackTables> for FallbackConfig {
 /// [module docs](super).
 #[derive(Clone)]
 pub struct FallbackLayer {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<FallbackSetup>,
 }
 
-/// What every service built by one layer shares.
+/// The layer's settings, the registry it resolves table names in, the tables as the layers below
+/// read them and the event hook, shared by every service built by one layer.
 #[derive(Clone)]
-pub(crate) struct Shared {
+pub(crate) struct FallbackSetup {
     pub(crate) registry: Arc<Registry>,
     pub(crate) config: FallbackConfig,
     /// The tables as the layers below read them: a clone per call into the context.
@@ -111,7 +112,7 @@ pub(crate) struct Shared {
     pub(crate) on_event: Option<EventHook>,
 }
 
-impl Shared {
+impl FallbackSetup {
     pub(crate) fn emit(&self, event: FallbackEvent) {
         if let Some(hook) = &self.on_event {
             hook(&event);
@@ -133,7 +134,7 @@ impl FallbackLayer {
     /// already tried is not tried again) with `config`.
     pub fn new(registry: Arc<Registry>, config: FallbackConfig) -> Self {
         let hint = FallbackHint::new(config.tables.clone());
-        Self { shared: Arc::new(Shared { registry, config, hint, on_event: None }) }
+        Self { shared: Arc::new(FallbackSetup { registry, config, hint, on_event: None }) }
     }
 
     /// Calls `hook` on every hop, skipped target, and on the success or failure of a call that

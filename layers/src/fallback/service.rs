@@ -1,23 +1,21 @@
-use std::{
-    fmt,
-    future::poll_fn,
-    sync::Arc,
-    task::{Context, Poll},
-};
+use std::{fmt, future::poll_fn, sync::Arc};
 
-use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 use tower_service::Service;
 
 use super::{
     FallbackEvent, FallbackTable,
     future::ResponseFuture,
-    layer::Shared,
+    layer::FallbackSetup,
     plan::{Plan, Position, Step},
 };
 use crate::{
-    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served, ctx::Replay,
-    logsafe::Escaped, spare::Spare,
+    AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
+    ctx::Replay,
+    future::{Next, Then},
+    logsafe::Escaped,
+    service::{Inner, Route},
+    spare::Spare,
 };
 
 type Response = http::Response<RouteBody>;
@@ -37,10 +35,8 @@ type Response = http::Response<RouteBody>;
 /// through [`get_mut`](Self::get_mut) after wrapping serves first groups only.
 pub struct Fallback<S> {
     inner: S,
-    spare: Arc<Spare<Arc<Shared>, S>>,
+    spare: Arc<Spare<Arc<FallbackSetup>, S>>,
 }
-
-crate::inner_accessors!(Fallback);
 
 impl<S: fmt::Debug> fmt::Debug for Fallback<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,31 +54,21 @@ impl<S: Clone> Clone for Fallback<S> {
 }
 
 impl<S: Clone> Fallback<S> {
-    pub(crate) fn new(inner: S, shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(inner: S, shared: Arc<FallbackSetup>) -> Self {
         Self { spare: Spare::new(shared, &inner), inner }
     }
 }
 
-impl<S, R> Service<R> for Fallback<S>
-where
-    R: RouteRequest,
-    S: Service<R, Response = Response> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = Response;
-    type Error = BoxError;
+crate::service::routing_service!(Fallback);
+
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Fallback<S> {
     type Future = ResponseFuture<S, R>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, req: R) -> Self::Future {
+    fn route(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer;
         let Some(ctx) = req.route_ctx() else {
             // Nothing to route by: the layers below report the missing context.
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::in_place(self.inner.call(req), None);
         };
         let deadline = ctx.deadline;
         let base_hop = ctx.hop;
@@ -106,13 +92,13 @@ where
         // The first group is served by the ready service at once; the hops by clones of the spare.
         let fut = self.inner.call(req);
         let hops = Hops { spare: self.spare.clone(), origin, deadline, base_hop };
-        ResponseFuture::first(fut, base_hop, hops)
+        ResponseFuture::in_place(fut, Some(hops))
     }
 }
 
-/// Why the call stopped falling back.
+/// Why the hops of a call ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
+enum HopsEnd {
     /// No target left, fallbacks disabled, or the error is not one to fall back on.
     Exhausted,
     /// `max_fallbacks` hops were made and another target was waiting.
@@ -122,8 +108,9 @@ enum Stop {
 }
 
 /// What the hops of a call need once its first group failed.
-pub(crate) struct Hops<S, R> {
-    spare: Arc<Spare<Arc<Shared>, S>>,
+#[allow(missing_debug_implementations)] // named only in the type of the layer's response future
+pub struct Hops<S, R> {
+    spare: Arc<Spare<Arc<FallbackSetup>, S>>,
     origin: Origin<R>,
     deadline: Option<Instant>,
     base_hop: u32,
@@ -142,16 +129,13 @@ enum Origin<R> {
     },
 }
 
-impl<S, R> Hops<S, R>
-where
-    R: RouteRequest,
-    S: Service<R, Response = Response> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    /// The rest of the call after its first group failed with `err`.
-    pub(crate) fn after_failure(self, err: BoxError) -> BoxFuture<'static, Result<Response, BoxError>> {
-        Box::pin(run(self, err))
+/// After the call in its first group: its answer, or the hops after its failure.
+impl<S: Inner<R>, R: RouteRequest> Then<S::Future> for Hops<S, R> {
+    fn then(self, result: Result<Response, BoxError>, _: &S::Future) -> Next {
+        match result {
+            Ok(resp) => Next::Done(Ok(with_hops(resp, self.base_hop))),
+            Err(e) => Next::Continue(Box::pin(run(self, e))),
+        }
     }
 }
 
@@ -181,7 +165,7 @@ where
     let mut at = plan.start(first);
     let mut tried = vec![at.name.clone()];
     let mut hops = 0u32;
-    let mut stop = Stop::Exhausted;
+    let mut end = HopsEnd::Exhausted;
     loop {
         let route = RouteError::find(&*err);
         if original.is_none() || !falls_back(route) {
@@ -192,11 +176,11 @@ where
         plan.failed(&at, outcome);
         let Some((target, table)) = next_target(&mut plan, shared, &at) else { break };
         if hops >= tables.max_fallbacks {
-            stop = Stop::HopLimit(tables.max_fallbacks);
+            end = HopsEnd::HopLimit(tables.max_fallbacks);
             break;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            stop = Stop::Deadline;
+            end = HopsEnd::Deadline;
             break;
         }
         // A fresh copy per hop; no reference to the original is held across an await, so `R`
@@ -239,12 +223,12 @@ where
         let reason = RouteError::find(&*err).and_then(RouteError::outcome);
         shared.emit(FallbackEvent::Failed { groups: tried.clone(), hops, reason });
     }
-    let failure = Failure { at: &at, tried: &tried, skipped: plan.skipped(), stop };
-    Err(failure.into_error(err, trail.records()).into())
+    let summary = HopSummary { at: &at, tried: &tried, skipped: plan.skipped(), end };
+    Err(summary.into_error(err, trail.records()).into())
 }
 
 /// The plan's next target, reporting (log and event) the names it skips.
-fn next_target(plan: &mut Plan<'_>, shared: &Shared, from: &Position) -> Option<(Position, FallbackTable)> {
+fn next_target(plan: &mut Plan<'_>, shared: &FallbackSetup, from: &Position) -> Option<(Position, FallbackTable)> {
     loop {
         match plan.next() {
             Step::Hop(target, table) => return Some((target, table)),
@@ -267,22 +251,22 @@ fn falls_back(err: Option<&RouteError>) -> bool {
 }
 
 /// Records the true hop count on the response (the select layer wrote the hop it saw).
-pub(crate) fn with_hops(mut resp: Response, hops: u32) -> Response {
+fn with_hops(mut resp: Response, hops: u32) -> Response {
     if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
         served.hops = hops;
     }
     resp
 }
 
-/// How a call that fell back ended.
-struct Failure<'a> {
+/// The groups a failed call went through and why it stopped: what its final error names.
+struct HopSummary<'a> {
     at: &'a Position,
     tried: &'a [Arc<str>],
     skipped: &'a [Arc<str>],
-    stop: Stop,
+    end: HopsEnd,
 }
 
-impl Failure<'_> {
+impl HopSummary<'_> {
     /// The last hop's error, typed, with the call's trail; when the call moved between groups,
     /// its message also names them.
     fn into_error(self, err: BoxError, trail: Vec<AttemptRecord>) -> RouteError {
@@ -297,10 +281,10 @@ impl Failure<'_> {
         if !self.skipped.is_empty() {
             notes.push(format!("skipped (unknown): {}", quoted(self.skipped)));
         }
-        match self.stop {
-            Stop::HopLimit(n) => notes.push(format!("stopped at max_fallbacks = {n}")),
-            Stop::Deadline => notes.push("stopped: the call's deadline passed".to_owned()),
-            Stop::Exhausted => {}
+        match self.end {
+            HopsEnd::HopLimit(n) => notes.push(format!("stopped at max_fallbacks = {n}")),
+            HopsEnd::Deadline => notes.push("stopped: the call's deadline passed".to_owned()),
+            HopsEnd::Exhausted => {}
         }
         // An unknown-group error keeps its own message, which lists the known names.
         if notes.is_empty() || last.kind() == RouteErrorKind::UnknownGroup {
@@ -331,18 +315,4 @@ impl Failure<'_> {
 
 fn quoted(names: &[Arc<str>]) -> String {
     names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fallback::FallbackLayer;
-
-    #[test]
-    fn layer_and_service_are_embeddable() {
-        crate::assert_embeddable::<FallbackLayer>();
-        crate::assert_embeddable::<
-            Fallback<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, Response, BoxError>>,
-        >();
-    }
 }

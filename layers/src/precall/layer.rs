@@ -35,6 +35,6 @@ impl<S> Layer<S> for PreCallLayer {
     type Service = PreCall<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        PreCall { inner, shared: Arc::new(self.clone()) }
+        PreCall { inner, layer: Arc::new(self.clone()) }
     }
 }

@@ -45,20 +45,24 @@ pub(crate) async fn filter(
     Ok(full)
 }
 
-/// Every candidate is at a limit: [`RouteErrorKind::RateLimited`] with the time until the first
-/// of `full` has room (the general fallbacks take over; a gateway answers 429 with Retry-After).
-/// Reads each deployment's window once more: this is the failure path only.
-pub(crate) async fn all_limited(
+/// The soonest one of `full` has room for a request of `tokens` again. Reads each deployment's
+/// window once more: this is the failure path only.
+pub(crate) async fn soonest_room(
     store: &StateStore,
-    group: &Group,
     full: &[Arc<Deployment>],
     tokens: u64,
-) -> Result<BoxError, StoreError> {
+) -> Result<Option<Duration>, StoreError> {
     let mut soonest: Option<Duration> = None;
     for d in full {
         let wait = store.room_in(&d.id, limits(d), tokens).await;
         soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
     }
+    Ok(soonest)
+}
+
+/// Every candidate is at a limit: [`RouteErrorKind::RateLimited`] with the time until the first
+/// has room, when known (the general fallbacks take over; a gateway answers 429 with Retry-After).
+pub(crate) fn all_limited(group: &Group, soonest: Option<Duration>) -> BoxError {
     let mut e = RouteError::new(
         RouteErrorKind::RateLimited,
         format!("every deployment of `{}` is at its RPM/TPM limit", group.name()),
@@ -67,5 +71,5 @@ pub(crate) async fn all_limited(
     if let Some(wait) = soonest {
         e = e.with_retry_after(wait);
     }
-    Ok(e.into())
+    e.into()
 }

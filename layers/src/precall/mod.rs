@@ -75,11 +75,12 @@
 mod affinity;
 mod budget;
 mod capabilities;
+mod checks;
 mod config;
 mod context;
 pub mod future;
 mod layer;
-mod limits;
+pub(crate) mod limits;
 mod order;
 mod parallel;
 mod params;

@@ -96,9 +96,10 @@ impl RetryConfig {
     }
 }
 
-/// What every clone of the layer and its services shares.
+/// The layer's settings and what the retry decisions read (the registry to resolve a group, the
+/// store for cooldowns), shared by every clone of the layer and its services.
 #[derive(Debug)]
-pub(crate) struct Shared {
+pub(crate) struct RetrySetup {
     pub(crate) registry: Arc<Registry>,
     pub(crate) store: Arc<StateStore>,
     pub(crate) config: RetryConfig,
@@ -108,7 +109,7 @@ pub(crate) struct Shared {
 /// [module docs](super).
 #[derive(Clone)]
 pub struct RetryLayer {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<RetrySetup>,
     pub(crate) seeds: Arc<SeedSource>,
 }
 
@@ -122,7 +123,7 @@ impl RetryLayer {
     /// Retries over `registry`'s groups, reading cooldowns from `store`, with jitter seeded from
     /// the OS.
     pub fn new(registry: Arc<Registry>, store: Arc<StateStore>, config: RetryConfig) -> Self {
-        Self { shared: Arc::new(Shared { registry, store, config }), seeds: Arc::new(SeedSource::from_os()) }
+        Self { shared: Arc::new(RetrySetup { registry, store, config }), seeds: Arc::new(SeedSource::from_os()) }
     }
 
     /// Makes the jitter reproducible from `seed` (for tests and simulations).

@@ -55,7 +55,7 @@ pub type RetryPolicyError = UnknownPolicyField;
 
 /// Why the retry layer gave up on a group (for traces and tests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stop {
+pub(crate) enum NoRetry {
     /// The retry count for this error is used up.
     Exhausted,
     /// The request cannot be cloned for another attempt.
@@ -83,7 +83,7 @@ pub(crate) enum Stop {
     NotReady,
 }
 
-impl Stop {
+impl NoRetry {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Exhausted => "exhausted",
@@ -120,35 +120,35 @@ pub(crate) fn status_rules(
     policy_set: bool,
     group_size: usize,
     fallbacks: FallbackPresence,
-) -> Option<Stop> {
+) -> Option<NoRetry> {
     if outcome == Outcome::ContextWindowExceeded && fallbacks.context_window {
-        return Some(Stop::ContextWindowFallback);
+        return Some(NoRetry::ContextWindowFallback);
     }
     if outcome == Outcome::ContentPolicy && fallbacks.content_policy {
-        return Some(Stop::ContentPolicyFallback);
+        return Some(NoRetry::ContentPolicyFallback);
     }
     if policy_set {
         return None;
     }
     if !outcome.is_retryable() && outcome != Outcome::Auth {
         // Row 4 (not found) is a case of row 3: a 404 is never retryable.
-        return Some(Stop::NotRetryable);
+        return Some(NoRetry::NotRetryable);
     }
     if outcome == Outcome::Auth && group_size <= 1 {
-        return Some(Stop::AuthSingleDeployment);
+        return Some(NoRetry::AuthSingleDeployment);
     }
     None
 }
 
 /// Rows 5 and 7: the rules that need the healthy count.
-pub(crate) fn health_rules(outcome: Outcome, healthy: usize, general_fallback: bool) -> Option<Stop> {
+pub(crate) fn health_rules(outcome: Outcome, healthy: usize, general_fallback: bool) -> Option<NoRetry> {
     if healthy > 0 {
         return None;
     }
     if outcome == Outcome::RateLimited && general_fallback {
-        return Some(Stop::RateLimitedToFallback);
+        return Some(NoRetry::RateLimitedToFallback);
     }
-    Some(Stop::NoHealthy)
+    Some(NoRetry::NoHealthy)
 }
 
 /// The wait before retry number `retry` (1 for the first retry), without jitter.
@@ -215,10 +215,10 @@ mod tests {
     #[test]
     fn policy_lifts_status_rules_but_not_fallback_rules() {
         let cw = FallbackPresence { context_window: true, ..Default::default() };
-        assert_eq!(status_rules(Outcome::ContextWindowExceeded, true, 3, cw), Some(Stop::ContextWindowFallback));
+        assert_eq!(status_rules(Outcome::ContextWindowExceeded, true, 3, cw), Some(NoRetry::ContextWindowFallback));
         assert_eq!(status_rules(Outcome::BadRequest, true, 3, cw), None);
-        assert_eq!(status_rules(Outcome::BadRequest, false, 3, cw), Some(Stop::NotRetryable));
-        assert_eq!(status_rules(Outcome::Auth, false, 1, cw), Some(Stop::AuthSingleDeployment));
+        assert_eq!(status_rules(Outcome::BadRequest, false, 3, cw), Some(NoRetry::NotRetryable));
+        assert_eq!(status_rules(Outcome::Auth, false, 1, cw), Some(NoRetry::AuthSingleDeployment));
         assert_eq!(status_rules(Outcome::Auth, false, 2, cw), None);
         assert_eq!(status_rules(Outcome::Auth, true, 1, cw), None);
     }

@@ -1,12 +1,5 @@
-use std::{
-    fmt,
-    future::poll_fn,
-    sync::Arc,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::{fmt, future::poll_fn, sync::Arc, time::Duration};
 
-use futures_util::future::BoxFuture;
 use rand::{Rng, RngCore, SeedableRng, rngs::SmallRng};
 use tokio::time::{Instant, sleep};
 use tower_service::Service;
@@ -14,15 +7,17 @@ use tower_service::Service;
 use super::{
     RetryLayer,
     future::ResponseFuture,
-    layer::Shared,
-    policy::{self, FallbackPresence, Stop},
+    layer::RetrySetup,
+    policy::{self, FallbackPresence, NoRetry},
 };
 use crate::{
     BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
     Served,
     ctx::Replay,
     fallback_tables::{FallbackHint, entry},
+    future::{Next, Then},
     logsafe::Escaped,
+    service::{Inner, Route, take_ready},
     spare::Spare,
 };
 
@@ -46,8 +41,6 @@ pub struct Retry<S> {
     rng: Option<SmallRng>,
 }
 
-crate::inner_accessors!(Retry);
-
 impl<S: fmt::Debug> fmt::Debug for Retry<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Retry").field("inner", &self.inner).field("layer", &self.spare.layer).finish()
@@ -67,22 +60,12 @@ impl<S: Clone> Retry<S> {
     }
 }
 
-impl<S, R> Service<R> for Retry<S>
-where
-    R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<RouteBody>;
-    type Error = BoxError;
+crate::service::routing_service!(Retry);
+
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Retry<S> {
     type Future = ResponseFuture<S, R>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, req: R) -> Self::Future {
+    fn route(&mut self, req: R) -> Self::Future {
         let shared = &self.spare.layer.shared;
         let seeds = &self.spare.layer.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
@@ -91,47 +74,46 @@ where
         }
         if req.route_ctx().is_none() {
             // Nothing to route by; the lower layers report the missing context.
-            return ResponseFuture::passthrough(self.inner.call(req));
+            return ResponseFuture::in_place(self.inner.call(req), None);
         }
         // The replay copy stays pristine as the template of every retry; the first attempt is
         // the request itself.
         let Some(replay) = Replay::of(&req) else {
             // Not replayable: one attempt with the original.
             let shared = shared.clone();
-            let clone = self.inner.clone();
-            let mut inner = std::mem::replace(&mut self.inner, clone);
+            let mut inner = take_ready(&mut self.inner);
             return ResponseFuture::boxed(Box::pin(async move {
                 let session = Session::new(&shared, req.route_ctx().expect("checked above"), seed);
-                inner.call(req).await.map_err(|e| session.give_up(e.into(), Stop::NotReplayable))
+                inner.call(req).await.map_err(|e| session.give_up(e.into(), NoRetry::NotReplayable))
             }));
         };
         // The first attempt goes to the ready service at once; the retries to clones of the spare.
         let fut = self.inner.call(req);
-        ResponseFuture::first(fut, Retries { spare: self.spare.clone(), seed, replay: Box::new(replay) })
+        ResponseFuture::in_place(fut, Some(Retries { spare: self.spare.clone(), seed, replay: Box::new(replay) }))
     }
 }
 
 /// What the retries of a call need once its first attempt failed: the service, the layer's
 /// settings, the jitter seed and the pristine request.
-pub(crate) struct Retries<S, R> {
+#[allow(missing_debug_implementations)] // named only in the type of the layer's response future
+pub struct Retries<S, R> {
     spare: Arc<Spare<RetryLayer, S>>,
     seed: u64,
     replay: Box<Replay<R>>,
 }
 
-impl<S, R> Retries<S, R>
-where
-    R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    /// The rest of the call after the first attempt failed with `err`.
-    pub(crate) fn after_failure(
-        self,
-        err: BoxError,
-    ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
-        Box::pin(retry_in_group(self.spare, self.seed, *self.replay, err))
+/// After the first attempt: its answer, or the retries after its failure.
+impl<S: Inner<R>, R: RouteRequest> Then<S::Future> for Retries<S, R> {
+    fn then(self, result: Result<http::Response<RouteBody>, BoxError>, _: &S::Future) -> Next {
+        match result {
+            Ok(mut resp) => {
+                if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
+                    served.retries = 0;
+                }
+                Next::Done(Ok(resp))
+            }
+            Err(e) => Next::Continue(Box::pin(retry_in_group(self.spare, self.seed, *self.replay, e))),
+        }
     }
 }
 
@@ -157,13 +139,13 @@ where
     let last = loop {
         let wait = match session.after_failure(&err, retries).await {
             Ok(wait) => wait,
-            Err(stop) => break session.give_up(err, stop),
+            Err(reason) => break session.give_up(err, reason),
         };
         let Some(mut next) = replay.next() else {
-            break session.give_up(err, Stop::NotReplayable);
+            break session.give_up(err, NoRetry::NotReplayable);
         };
         if !session.withdraw() {
-            break session.give_up(err, Stop::Budget);
+            break session.give_up(err, NoRetry::Budget);
         }
         session.prepare(&mut next);
         retries += 1;
@@ -182,7 +164,7 @@ where
         // Only the first call may use the readiness `poll_ready` gave; every retry waits for its own.
         let inner = inner.get_or_insert_with(|| spare.service());
         if let Err(e) = poll_fn(|cx| inner.poll_ready(cx)).await {
-            break session.give_up(e.into(), Stop::NotReady);
+            break session.give_up(e.into(), NoRetry::NotReady);
         }
         err = match inner.call(next).await {
             Ok(mut resp) => {
@@ -199,7 +181,7 @@ where
 
 /// What one call remembers between its attempts.
 struct Session<'a> {
-    shared: &'a Shared,
+    shared: &'a RetrySetup,
     /// The name the hop routes to (a group or an alias of one).
     target: Arc<str>,
     /// The resolved group, from the context or resolved on the first failure.
@@ -228,7 +210,7 @@ struct FallbackFacts {
 }
 
 impl<'a> Session<'a> {
-    fn new(shared: &'a Shared, ctx: &RouteCtx, seed: u64) -> Self {
+    fn new(shared: &'a RetrySetup, ctx: &RouteCtx, seed: u64) -> Self {
         let facts = ctx.facts();
         let hint = ctx
             .fallback_hint()
@@ -250,7 +232,7 @@ impl<'a> Session<'a> {
     }
 
     /// Decides about another attempt after `err`; `Ok` carries the wait before it.
-    async fn after_failure(&mut self, err: &BoxError, retries: u32) -> Result<Duration, Stop> {
+    async fn after_failure(&mut self, err: &BoxError, retries: u32) -> Result<Duration, NoRetry> {
         let route = RouteError::find(&**err);
         let kind = route.map_or(RouteErrorKind::Upstream, RouteError::kind);
         // An error without a classification is a broken transfer, as the select layer records it.
@@ -262,7 +244,7 @@ impl<'a> Session<'a> {
         // waits for the first to return), every one at its limit (the error says when a slot
         // frees), an unknown or empty group, a spent budget. They go to the fallback layer.
         if kind != RouteErrorKind::Upstream {
-            return Err(Stop::Refusal);
+            return Err(NoRetry::Refusal);
         }
         if let Some(id) = &failed
             && !self.failed.contains(id)
@@ -286,7 +268,7 @@ impl<'a> Session<'a> {
         };
         let max = self.request_retries.or(policy_retries).or_else(deployment_retries).unwrap_or(config.num_retries);
         if retries >= max {
-            return Err(Stop::Exhausted);
+            return Err(NoRetry::Exhausted);
         }
 
         let candidates: Vec<DeploymentId> = group
@@ -296,8 +278,8 @@ impl<'a> Session<'a> {
             .filter(|id| !self.base_excluded.contains(id))
             .collect();
         let fallbacks = self.fallback_presence(names);
-        if let Some(stop) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks) {
-            return Err(stop);
+        if let Some(reason) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks) {
+            return Err(reason);
         }
 
         let able = self.not_cooling(candidates).await;
@@ -315,8 +297,8 @@ impl<'a> Session<'a> {
             }
         }
         let healthy: Vec<DeploymentId> = able.into_iter().filter(|d| !self.exclude.contains(d)).collect();
-        if let Some(stop) = policy::health_rules(outcome, healthy.len(), fallbacks.general) {
-            return Err(stop);
+        if let Some(reason) = policy::health_rules(outcome, healthy.len(), fallbacks.general) {
+            return Err(reason);
         }
         let fresh = healthy.iter().any(|id| !self.failed.contains(id));
         let wait = if fresh {
@@ -328,16 +310,16 @@ impl<'a> Session<'a> {
         if let Some(deadline) = self.deadline
             && Instant::now() + wait >= deadline
         {
-            return Err(Stop::Deadline);
+            return Err(NoRetry::Deadline);
         }
         Ok(wait)
     }
 
-    fn group(&mut self) -> Result<Arc<Group>, Stop> {
+    fn group(&mut self) -> Result<Arc<Group>, NoRetry> {
         if let Some(g) = &self.group {
             return Ok(g.clone());
         }
-        let group = self.shared.registry.resolve(&self.target).map_err(|_| Stop::Refusal)?.group;
+        let group = self.shared.registry.resolve(&self.target).map_err(|_| NoRetry::Refusal)?.group;
         self.group = Some(group.clone());
         Ok(group)
     }
@@ -392,8 +374,8 @@ impl<'a> Session<'a> {
     }
 
     /// The error the call ends with: the last attempt's, carrying the trail of every attempt.
-    fn give_up(&self, err: BoxError, stop: Stop) -> BoxError {
-        tracing::debug!(target: "switchyard::retry", group = %Escaped(&self.target), reason = stop.as_str(), "not retrying");
+    fn give_up(&self, err: BoxError, reason: NoRetry) -> BoxError {
+        tracing::debug!(target: "switchyard::retry", group = %Escaped(&self.target), reason = reason.as_str(), "not retrying");
         RouteError::from_boxed(err).with_trail(self.trail.records()).into()
     }
 }
@@ -402,14 +384,6 @@ impl<'a> Session<'a> {
 mod tests {
     use super::*;
     use crate::retry::RetryLayer;
-
-    #[test]
-    fn layer_and_service_are_embeddable() {
-        crate::assert_embeddable::<RetryLayer>();
-        crate::assert_embeddable::<
-            Retry<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>,
-        >();
-    }
 
     #[test]
     fn future_is_send() {

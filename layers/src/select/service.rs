@@ -1,21 +1,18 @@
-use std::{
-    fmt,
-    sync::Arc,
-    task::{Context, Poll},
-    time::Duration,
-};
+use std::{fmt, sync::Arc, time::Duration};
 
 use rand::{RngCore, rngs::SmallRng};
 use tokio::time::Instant;
-use tower_service::Service;
-use tracing::{Instrument, Span, field};
+use tracing::{Instrument, Span, field, instrument::Instrumented};
 
 use super::{SelectLayer, future::ResponseFuture, strategy::Selection};
 use crate::{
-    AttemptRecord, BoxError, CallTrail, Candidates, Deployment, RouteBody, RouteCtx, RouteError, RouteErrorKind,
-    RouteRequest, Served,
+    AttemptRecord, BoxError, CallTrail, Candidates, Deployment, RequestFacts, RouteBody, RouteCtx, RouteError,
+    RouteErrorKind, RouteRequest, Served,
     body::BodyEndKind,
+    future::{Next, Then},
     logsafe::Escaped,
+    precall::limits::{all_limited, soonest_room},
+    service::{Inner, Route, missing_context, take_ready},
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
 
@@ -31,8 +28,6 @@ pub struct Select<S> {
     /// Seeded on first use: most clones (made to hand the ready service to a future) never draw.
     rng: Option<SmallRng>,
 }
-
-crate::inner_accessors!(Select);
 
 impl<S: fmt::Debug> fmt::Debug for Select<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -58,204 +53,208 @@ fn tracks_usage(d: &Deployment, strategy_reads_usage: bool) -> bool {
     strategy_reads_usage || d.rpm.is_some() || d.tpm.is_some()
 }
 
-impl<S, R> Service<R> for Select<S>
-where
-    R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>> + Clone + Send + 'static,
-    S::Error: Into<BoxError>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<RouteBody>;
-    type Error = BoxError;
+crate::service::routing_service!(Select);
+
+impl<S: Inner<R>, R: RouteRequest> Route<R> for Select<S> {
     type Future = ResponseFuture<S::Future>;
 
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        self.inner.poll_ready(cx).map_err(Into::into)
-    }
-
-    fn call(&mut self, mut req: R) -> Self::Future {
+    fn route(&mut self, mut req: R) -> Self::Future {
         let seeds = &self.shared.seeds;
         let seed = self.rng.get_or_insert_with(|| seeds.rng()).next_u64();
-        let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_ctx()) };
-        let limited = match ctx.resolve_candidates(&self.shared.registry) {
-            Ok(candidates) => candidates.declared().rate_limit,
-            Err(e) => return ResponseFuture::failed(e.into()),
+        let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
+        let mut pick = match Pick::new(&self.shared, ctx, seed) {
+            Ok(pick) => pick,
+            Err(e) => return ResponseFuture::failed(e),
         };
-        let group = ctx.group.as_ref().expect("resolved with the candidates");
-        if limited || self.shared.strategies.for_group(group.name()).needs_usage() {
-            // Usage reads and reservations go through the store and may wait: a boxed future.
-            let clone = self.inner.clone();
-            let inner = std::mem::replace(&mut self.inner, clone);
-            return ResponseFuture::boxed(Box::pin(select_and_call(inner, self.shared.clone(), seed, req)));
-        }
-        // Without usage to read or reserve the pick never waits: it is made here, and the ready
-        // inner service is called directly, with no boxed future.
-        match pick_without_usage(&self.shared, ctx, seed) {
-            Ok(after) => {
-                let span = after.span(ctx);
-                let fut = self.inner.call(req).instrument(span);
-                ResponseFuture::attempt(fut, after)
-            }
-            Err(Err(e)) => ResponseFuture::failed(e),
-            Err(Ok(limited)) => ResponseFuture::boxed(Box::pin(limited.into_error())),
-        }
-    }
-}
-
-/// The pick of a call whose strategy reads no usage and whose candidates have no RPM/TPM limit:
-/// nothing to reserve, so nothing to wait for. `Err(Ok(_))` when the strategy picked nothing (the
-/// error says when the first slot frees: a store read).
-fn pick_without_usage(
-    shared: &Arc<SelectLayer>,
-    ctx: &mut RouteCtx,
-    seed: u64,
-) -> Result<AfterAttempt, Result<AllLimited, BoxError>> {
-    let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
-    let mut list = std::mem::take(ctx.candidates.as_mut().expect("resolved by the caller"));
-    let group = ctx.group.clone().expect("resolved with the candidates");
-    if list.is_empty() {
-        return Err(Err(no_candidates(&group)));
-    }
-    let strategy = shared.strategies.for_group(group.name());
-    let store = &shared.store;
-    let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
-    let default_parallel = ctx.default_max_parallel_requests;
-    let (chosen, slot) = loop {
-        let picked = {
-            let sel = Selection::new(&group, &list, None, store.local(), ctx.facts(), tokens);
-            strategy.pick(&sel, &mut rng)
-        };
-        let Some(i) = picked else {
-            return Err(Ok(AllLimited { store: store.clone(), group, list, tokens }));
-        };
-        let d = list[i].clone();
-        // The parallel-request slot: local and cheap.
-        let slot = match d.max_parallel_requests.or(default_parallel) {
-            Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
-                Some(guard) => Some(guard),
-                None => {
-                    list.remove(i);
-                    if list.is_empty() {
-                        return Err(Err(all_full(&group, None, true)));
-                    }
-                    continue;
+        // The pick runs here until it must wait on the store (to read usage, reserve, or say when
+        // a limit frees); a pick that does not is made here, and the ready inner service is
+        // called directly, with no boxed future.
+        let first = if pick.reads_usage {
+            None
+        } else {
+            match pick.next(&self.shared, ctx.facts()) {
+                Ok(Picked::Chosen(chosen, slot)) => {
+                    let after = pick.into_attempt(&self.shared, ctx, chosen, None, slot);
+                    let span = after.span(ctx);
+                    let fut = self.inner.call(req).instrument(span);
+                    return ResponseFuture::in_place(fut, after);
                 }
-            },
-            None => None,
+                Ok(waits) => Some(waits),
+                Err(e) => return ResponseFuture::failed(e),
+            }
         };
-        break (d, slot);
-    };
-    ctx.candidates = Some(list);
-    Ok(AfterAttempt::begin(shared, ctx, group, chosen, None, slot))
+        let inner = take_ready(&mut self.inner);
+        ResponseFuture::boxed(Box::pin(select_and_call(inner, self.shared.clone(), pick, first, req)))
+    }
 }
 
-/// A strategy that picked nothing: the error says when the first candidate has room again.
-struct AllLimited {
-    store: Arc<StateStore>,
+/// The pick of one attempt: the group's strategy ranks what is left of the candidates, and the
+/// first pick that takes its parallel slot (and its RPM/TPM reservation, where the select layer
+/// tracks usage) wins; a pick refused moves on to the next.
+struct Pick {
     group: Arc<crate::Group>,
     list: Candidates,
+    /// The candidates' usage (in `list`'s order), read once when the strategy needs it.
+    usage: Option<Vec<WindowUsage>>,
+    reads_usage: bool,
     tokens: u64,
+    default_parallel: Option<u32>,
+    rng: SmallRng,
+    /// The soonest an RPM/TPM reservation refused so far has room again.
+    soonest_free: Option<Duration>,
+    /// A pick was refused for its parallel-request limit.
+    parallel_full: bool,
 }
 
-impl AllLimited {
-    async fn into_error(self) -> Result<http::Response<RouteBody>, BoxError> {
-        let mut soonest_free: Option<Duration> = None;
-        for d in &self.list {
-            let wait = self.store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await;
-            soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
+/// A pick made without waiting.
+enum Picked {
+    /// Nothing to reserve: the attempt goes to this deployment, holding its parallel slot.
+    Chosen(Arc<Deployment>, Option<InFlightGuard>),
+    /// The deployment at `index` in the list, holding its parallel slot, if the store admits its
+    /// reservation.
+    Reserve { index: usize, deployment: Arc<Deployment>, slot: Option<InFlightGuard> },
+    /// The strategy picked nothing: every candidate left is at a limit.
+    NoneEligible,
+}
+
+impl Pick {
+    /// The pick over `ctx`'s candidates (resolving them if no outer layer has), which it takes
+    /// out of the context until the attempt starts.
+    fn new(shared: &SelectLayer, ctx: &mut RouteCtx, seed: u64) -> Result<Self, BoxError> {
+        let list = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
+        let group = ctx.group.clone().expect("resolved with the candidates");
+        if list.is_empty() {
+            return Err(no_candidates(&group));
         }
-        Err(all_limited(&self.group, soonest_free))
+        Ok(Self {
+            reads_usage: shared.strategies.for_group(group.name()).needs_usage(),
+            group,
+            list,
+            usage: None,
+            tokens: ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0)),
+            default_parallel: ctx.default_max_parallel_requests,
+            rng: <SmallRng as rand::SeedableRng>::seed_from_u64(seed),
+            soonest_free: None,
+            parallel_full: false,
+        })
+    }
+
+    /// Lets the strategy pick until a pick takes its parallel slot; the deployment is chosen
+    /// unless the select layer reserves on it, which must wait for the store.
+    fn next(&mut self, shared: &SelectLayer, facts: &RequestFacts) -> Result<Picked, BoxError> {
+        let strategy = shared.strategies.for_group(self.group.name());
+        let local = shared.store.local();
+        loop {
+            let sel = Selection::new(&self.group, &self.list, self.usage.as_deref(), local, facts, self.tokens);
+            let Some(index) = strategy.pick(&sel, &mut self.rng) else { return Ok(Picked::NoneEligible) };
+            let deployment = self.list[index].clone();
+            // The parallel-request slot first: it is local and cheap, and a full deployment must
+            // not take an RPM slot it cannot use.
+            let slot = match deployment.max_parallel_requests.or(self.default_parallel) {
+                Some(limit) => match local.try_begin(&deployment.id, u64::from(limit)) {
+                    Some(guard) => Some(guard),
+                    None => {
+                        self.parallel_full = true;
+                        self.refuse(index)?;
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            return Ok(if tracks_usage(&deployment, self.reads_usage) {
+                Picked::Reserve { index, deployment, slot }
+            } else {
+                Picked::Chosen(deployment, slot)
+            });
+        }
+    }
+
+    /// Picks, waiting on the store where the pick must, from `first` (a pick made without waiting
+    /// that needs the store), else from the start.
+    async fn wait_for_pick(
+        &mut self,
+        shared: &SelectLayer,
+        facts: &RequestFacts,
+        first: Option<Picked>,
+    ) -> Result<(Arc<Deployment>, Option<EstimateGuard>, Option<InFlightGuard>), BoxError> {
+        let store = &shared.store;
+        let mut picked = match first {
+            Some(picked) => picked,
+            None => {
+                if self.reads_usage {
+                    let ids: Vec<_> = self.list.iter().map(|d| d.id.clone()).collect();
+                    self.usage = Some(store.usage(&ids).await);
+                }
+                self.next(shared, facts)?
+            }
+        };
+        loop {
+            match picked {
+                Picked::Chosen(chosen, slot) => return Ok((chosen, None, slot)),
+                Picked::Reserve { index, deployment: d, slot } => {
+                    match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await {
+                        Admission::Admitted(r) => return Ok((d, Some(EstimateGuard::new(store.clone(), r)), slot)),
+                        Admission::Full { retry_in } => {
+                            self.soonest_free = Some(self.soonest_free.map_or(retry_in, |s| s.min(retry_in)));
+                            self.refuse(index)?;
+                        }
+                    }
+                }
+                Picked::NoneEligible => {
+                    // The strategy filtered every candidate by its limits: report when the first
+                    // frees.
+                    if self.soonest_free.is_none() {
+                        self.soonest_free = soonest_room(store, &self.list, self.tokens).await?;
+                    }
+                    return Err(all_limited(&self.group, self.soonest_free));
+                }
+            }
+            picked = self.next(shared, facts)?;
+        }
+    }
+
+    /// Drops the refused pick at `index`; an error when none is left.
+    fn refuse(&mut self, index: usize) -> Result<(), BoxError> {
+        self.list.remove(index);
+        if let Some(u) = &mut self.usage {
+            u.remove(index);
+        }
+        if self.list.is_empty() {
+            return Err(all_full(&self.group, self.soonest_free, self.parallel_full));
+        }
+        Ok(())
+    }
+
+    /// Puts the candidates left back into `ctx` and starts the attempt on `chosen`.
+    fn into_attempt(
+        self,
+        shared: &SelectLayer,
+        ctx: &mut RouteCtx,
+        chosen: Arc<Deployment>,
+        reservation: Option<EstimateGuard>,
+        slot: Option<InFlightGuard>,
+    ) -> AfterAttempt {
+        ctx.candidates = Some(self.list);
+        AfterAttempt::begin(shared, ctx, self.group, chosen, reservation, slot)
     }
 }
 
-/// The whole attempt when the pick reads usage or reserves (which may wait on the store).
+/// The rest of the attempt once the pick must wait on the store: the pick from `first` on, then the
+/// call.
 async fn select_and_call<S, R>(
     mut inner: S,
     shared: Arc<SelectLayer>,
-    seed: u64,
+    mut pick: Pick,
+    first: Option<Picked>,
     mut req: R,
 ) -> Result<http::Response<RouteBody>, BoxError>
 where
     R: RouteRequest,
-    S: Service<R, Response = http::Response<RouteBody>>,
-    S::Error: Into<BoxError>,
+    S: Inner<R>,
 {
-    let mut rng = <SmallRng as rand::SeedableRng>::seed_from_u64(seed);
-    let ctx = req.route_ctx_mut().ok_or_else(missing_ctx)?;
-    let candidates = std::mem::take(ctx.resolve_candidates(&shared.registry)?);
-    let group = ctx.group.clone().expect("resolved with the candidates");
-    if candidates.is_empty() {
-        return Err(no_candidates(&group));
-    }
-    let strategy = shared.strategies.for_group(group.name()).clone();
-    let store = &shared.store;
-    let tokens = ctx.reserve_tokens.max(ctx.facts().input_tokens.get().copied().unwrap_or(0));
-    let reads_usage = strategy.needs_usage();
-
-    let mut list = candidates;
-    let mut usage: Option<Vec<WindowUsage>> = None;
-    if reads_usage {
-        let ids: Vec<_> = list.iter().map(|d| d.id.clone()).collect();
-        usage = Some(store.usage(&ids).await);
-    }
-    let mut soonest_free: Option<Duration> = None;
-    let mut parallel_full = false;
-    let default_parallel = ctx.default_max_parallel_requests;
-    let (chosen, reservation, slot) = loop {
-        let picked = {
-            let sel = Selection::new(&group, &list, usage.as_deref(), store.local(), ctx.facts(), tokens);
-            strategy.pick(&sel, &mut rng)
-        };
-        let Some(i) = picked else {
-            // The strategy filtered every candidate by its limits: report when the first frees.
-            if soonest_free.is_none() {
-                for d in &list {
-                    let wait = store.room_in(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await;
-                    soonest_free = Some(soonest_free.map_or(wait, |s: Duration| s.min(wait)));
-                }
-            }
-            return Err(all_limited(&group, soonest_free));
-        };
-        let d = list[i].clone();
-        // The parallel-request slot first: it is local and cheap, and a full deployment
-        // must not take an RPM slot it cannot use.
-        let slot = match d.max_parallel_requests.or(default_parallel) {
-            Some(limit) => match store.local().try_begin(&d.id, u64::from(limit)) {
-                Some(guard) => Some(guard),
-                None => {
-                    parallel_full = true;
-                    list.remove(i);
-                    if let Some(u) = &mut usage {
-                        u.remove(i);
-                    }
-                    if list.is_empty() {
-                        return Err(all_full(&group, soonest_free, parallel_full));
-                    }
-                    continue;
-                }
-            },
-            None => None,
-        };
-        if !tracks_usage(&d, reads_usage) {
-            break (d, None, slot);
-        }
-        match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, tokens).await {
-            Admission::Admitted(r) => break (d, Some(EstimateGuard::new(store.clone(), r)), slot),
-            Admission::Full { retry_in } => {
-                soonest_free = Some(soonest_free.map_or(retry_in, |s| s.min(retry_in)));
-                list.remove(i);
-                if let Some(u) = &mut usage {
-                    u.remove(i);
-                }
-                if list.is_empty() {
-                    return Err(all_full(&group, soonest_free, parallel_full));
-                }
-            }
-        }
-    };
-
-    ctx.candidates = Some(list);
-    let after = AfterAttempt::begin(&shared, ctx, group, chosen, reservation, slot);
+    let ctx = req.route_ctx_mut().ok_or_else(missing_context)?;
+    let (chosen, reservation, slot) = pick.wait_for_pick(&shared, ctx.facts(), first).await?;
+    let after = pick.into_attempt(&shared, ctx, chosen, reservation, slot);
     let span = after.span(ctx);
     let result = inner.call(req).instrument(span.clone()).await.map_err(Into::into);
     after.finish(result, &span)
@@ -268,7 +267,8 @@ fn no_candidates(group: &crate::Group) -> BoxError {
 }
 
 /// An attempt on its way to the provider, and what the layer records when it resolves.
-pub(crate) struct AfterAttempt {
+#[allow(missing_debug_implementations)] // named only in the type of the layer's response future
+pub struct AfterAttempt {
     store: Arc<StateStore>,
     group: Arc<crate::Group>,
     chosen: Arc<Deployment>,
@@ -404,6 +404,13 @@ impl AfterAttempt {
     }
 }
 
+/// After the attempt polled in place: its bookkeeping, in its span.
+impl<F> Then<Instrumented<F>> for AfterAttempt {
+    fn then(self, result: Result<http::Response<RouteBody>, BoxError>, attempt: &Instrumented<F>) -> Next {
+        Next::Done(self.finish(result, attempt.span()))
+    }
+}
+
 /// Seconds per completion token when the usage is known (LiteLLM's latency unit, which makes
 /// long and short answers comparable), raw seconds otherwise.
 fn latency_sample(elapsed: Duration, usage: Option<crate::Usage>) -> f64 {
@@ -436,14 +443,6 @@ fn attach_end_of_attempt(
             store.local().record_latency(&deployment.id, latency_sample(total, end.usage), total);
         }
     });
-}
-
-fn missing_ctx() -> BoxError {
-    RouteError::new(
-        RouteErrorKind::MissingContext,
-        "request has no RouteCtx; add the ingress layer or insert RouteCtx::new(model) into the request",
-    )
-    .into()
 }
 
 /// A reservation whose token estimate is released unless the attempt is served: on an upstream
@@ -485,30 +484,4 @@ fn all_full(group: &crate::Group, soonest_free: Option<Duration>, parallel_full:
         .into();
     }
     all_limited(group, soonest_free)
-}
-
-fn all_limited(group: &crate::Group, soonest_free: Option<Duration>) -> BoxError {
-    let mut e = RouteError::new(
-        RouteErrorKind::RateLimited,
-        format!("every deployment of `{}` is at its RPM/TPM limit", group.name()),
-    )
-    .with_group(group.name().clone());
-    if let Some(d) = soonest_free {
-        e = e.with_retry_after(d);
-    }
-    e.into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::select::SelectLayer;
-
-    #[test]
-    fn layer_and_service_are_embeddable() {
-        crate::assert_embeddable::<SelectLayer>();
-        crate::assert_embeddable::<
-            Select<tower::util::BoxCloneSyncService<http::Request<bytes::Bytes>, http::Response<RouteBody>, BoxError>>,
-        >();
-    }
 }
