@@ -40,6 +40,7 @@ mod future;
 pub mod logsafe;
 pub mod outcome;
 pub mod precall;
+mod rate_limits;
 pub mod redact;
 pub mod retry;
 pub mod seed;

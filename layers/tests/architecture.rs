@@ -7,7 +7,8 @@
 //! - the state store names no layer;
 //! - nothing in the crate names the services crate or the facade.
 //!
-//! Comment lines are skipped: an intra-doc link is documentation, not a dependency.
+//! Comment lines are skipped (an intra-doc link is documentation, not a dependency), and so is a
+//! file's test module (from its `#[cfg(test)]` line on: tests may build any layer).
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -89,7 +90,12 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let mut by_module: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in files {
         let text = fs::read_to_string(&file).expect("read a source file");
-        let code: String = text.lines().filter(|l| !l.trim_start().starts_with("//")).flat_map(|l| [l, "\n"]).collect();
+        let code: String = text
+            .lines()
+            .take_while(|l| l.trim() != "#[cfg(test)]")
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .flat_map(|l| [l, "\n"])
+            .collect();
         let module = module_of(&src, &file);
         let refs: Vec<String> = crate_refs(&code).into_iter().filter(|r| *r != module).collect();
         by_module.entry(module).or_default().extend(refs);

@@ -13,7 +13,10 @@ use tokio::time::Instant;
 use super::{
     AffinityHit, PreCallLayer, affinity, budget, capabilities, context, limits, order, parallel, params, region, tags,
 };
-use crate::{BoxError, Candidates, DeploymentId, Group, RouteCtx, RouteError, RouteErrorKind};
+use crate::{
+    BoxError, Candidates, DeploymentId, Group, RouteCtx, RouteError, RouteErrorKind,
+    rate_limits::{all_limited, soonest_room},
+};
 
 /// Every check, in the order they run; each runs on what the previous ones left.
 const CHECKS: [Check; 13] = [
@@ -346,9 +349,9 @@ impl Waiting {
             Self::Limits => {
                 // One usage read; the select layer reserves one request and the token estimate.
                 let tokens = c.ctx.reserve_tokens;
-                let full = limits::filter(store, &mut c.list, tokens).await?;
+                let full = limits::filter(store, &mut c.list, tokens).await;
                 if c.list.is_empty() {
-                    return Err(limits::all_limited(&c.group, limits::soonest_room(store, &full, tokens).await?));
+                    return Err(all_limited(&c.group, soonest_room(store, &full, tokens).await));
                 }
             }
             Self::Budgets => {

@@ -6,28 +6,16 @@
 //! call), and moves on to the next pick if it lost that race. A deployment at its limit is never
 //! cooled down: the limit is ours, not a failure of the deployment.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use crate::{
-    BoxError, Candidates, Deployment, Group, RouteError, RouteErrorKind, StateStore,
-    state::{Limits, StoreError},
+    Candidates, Deployment, StateStore,
+    rate_limits::{limited, limits},
 };
-
-fn limits(d: &Deployment) -> Limits {
-    Limits { rpm: d.rpm, tpm: d.tpm }
-}
-
-fn limited(d: &Deployment) -> bool {
-    d.rpm.is_some() || d.tpm.is_some()
-}
 
 /// Drops the candidates whose window has no room for one more request of `tokens`
 /// (`requests >= rpm`, or `tokens_used + tokens > tpm`); returns the dropped ones.
-pub(crate) async fn filter(
-    store: &StateStore,
-    list: &mut Candidates,
-    tokens: u64,
-) -> Result<Vec<Arc<Deployment>>, StoreError> {
+pub(crate) async fn filter(store: &StateStore, list: &mut Candidates, tokens: u64) -> Vec<Arc<Deployment>> {
     let ids: Vec<_> = list.iter().filter(|d| limited(d)).map(|d| d.id.clone()).collect();
     let usage = store.usage(&ids).await;
     let mut full = Vec::new();
@@ -42,34 +30,5 @@ pub(crate) async fn filter(
         }
         admits
     });
-    Ok(full)
-}
-
-/// The soonest one of `full` has room for a request of `tokens` again. Reads each deployment's
-/// window once more: this is the failure path only.
-pub(crate) async fn soonest_room(
-    store: &StateStore,
-    full: &[Arc<Deployment>],
-    tokens: u64,
-) -> Result<Option<Duration>, StoreError> {
-    let mut soonest: Option<Duration> = None;
-    for d in full {
-        let wait = store.room_in(&d.id, limits(d), tokens).await;
-        soonest = Some(soonest.map_or(wait, |s| s.min(wait)));
-    }
-    Ok(soonest)
-}
-
-/// Every candidate is at a limit: [`RouteErrorKind::RateLimited`] with the time until the first
-/// has room, when known (the general fallbacks take over; a gateway answers 429 with Retry-After).
-pub(crate) fn all_limited(group: &Group, soonest: Option<Duration>) -> BoxError {
-    let mut e = RouteError::new(
-        RouteErrorKind::RateLimited,
-        format!("every deployment of `{}` is at its RPM/TPM limit", group.name()),
-    )
-    .with_group(group.name().clone());
-    if let Some(wait) = soonest {
-        e = e.with_retry_after(wait);
-    }
-    e.into()
+    full
 }

@@ -11,7 +11,7 @@ use crate::{
     body::BodyEndKind,
     future::{Next, Then},
     logsafe::Escaped,
-    precall::limits::{all_limited, soonest_room},
+    rate_limits::{all_limited, soonest_room},
     service::{Inner, Route, missing_context, take_ready},
     state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
 };
@@ -204,7 +204,7 @@ impl Pick {
                     // The strategy filtered every candidate by its limits: report when the first
                     // frees.
                     if self.soonest_free.is_none() {
-                        self.soonest_free = soonest_room(store, &self.list, self.tokens).await?;
+                        self.soonest_free = soonest_room(store, &self.list, self.tokens).await;
                     }
                     return Err(all_limited(&self.group, self.soonest_free));
                 }
