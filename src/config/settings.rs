@@ -1,7 +1,10 @@
 //! The load pipeline (YAML -> JSON value -> `os.environ/` -> serde shapes -> typed [`Config`]
 //! -> validation) and the conversion of the settings sections.
 
-use std::collections::{BTreeMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashSet},
+    path::Path,
+};
 
 use serde_json::Value;
 use switchyard_layers::{
@@ -17,27 +20,43 @@ use super::{
     convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_period, to_secs, to_timeout, to_u32, to_u64},
     edge,
     env::Env,
+    include,
     raw::{Flag, Num, RawConfig, RawGeneralSettings, RawLitellmSettings, RawRouterSettings, RawStrategyArgs},
     redis::{check_host, host_url},
     secret,
     validate::{self, Node, Sources, Table},
 };
 
-/// Reads, converts and validates a document; returns the config and its warnings.
-pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Config, Vec<String>), ConfigError> {
+/// Reads, converts and validates a document; returns the config and its warnings. `base` is the
+/// directory of the config file, which `include` paths are relative to.
+pub(crate) fn load(
+    yaml: &str,
+    base: Option<&Path>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Config, Vec<String>), ConfigError> {
     // YAML 1.2 booleans: `no`, `on`, `y` stay strings (a group may be named so); boolean keys
     // accept those words themselves (`raw::Flag`).
-    let options = serde_saphyr::options! { strict_booleans: true };
-    let mut doc: Value = serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
-        let message = e.without_snippet().to_string();
-        let message = message.strip_prefix("error: ").unwrap_or(&message).to_owned();
-        ConfigError::new(ConfigErrorKind::Yaml, "", message)
-    })?;
-    match doc {
-        Value::Null => doc = Value::Object(serde_json::Map::new()),
-        Value::Object(_) => {}
+    let parse = |yaml: &str| -> Result<Value, String> {
+        let options = serde_saphyr::options! { strict_booleans: true };
+        serde_saphyr::from_str_with_options(yaml, options).map_err(|e| {
+            let message = e.without_snippet().to_string();
+            message.strip_prefix("error: ").unwrap_or(&message).to_owned()
+        })
+    };
+    let mut doc: Value = parse(yaml).map_err(|message| ConfigError::new(ConfigErrorKind::Yaml, "", message))?;
+    let origins = match &mut doc {
+        Value::Null => {
+            doc = Value::Object(serde_json::Map::new());
+            include::Origins::default()
+        }
+        Value::Object(map) => include::process(map, base, &parse)?,
         _ => return Err(ConfigError::type_error("", "a config must be a mapping of sections (`model_list`, ...)")),
-    }
+    };
+    read(doc, lookup).map_err(|e| origins.annotate(e))
+}
+
+/// The merged document to a validated config.
+fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Config, Vec<String>), ConfigError> {
     let env = Env::new(&doc, lookup)?;
     env.resolve(&mut doc)?;
     secret::read_credentials(&mut doc)?;
@@ -50,7 +69,16 @@ pub(crate) fn load(yaml: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Resul
     let mut w = Warnings::default();
     let mut config = Config::default();
     let mut sources = Sources::from_yaml();
-    w.ignored_keys("", &raw.extra, NOT_SUPPORTED);
+    let mut extra = raw.extra;
+    if extra.remove("include").is_some() {
+        // Still here: the config was read from a string, with no directory to read files from.
+        w.ignored(
+            "include".to_owned(),
+            "include",
+            "included files are read only when the config is loaded from its file (`Config::from_path`)",
+        );
+    }
+    w.ignored_keys("", &extra, NOT_SUPPORTED);
     for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
         config.deployments.push(deployment(i, model, &mut w)?);
     }
