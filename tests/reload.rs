@@ -421,4 +421,20 @@ general_settings: { master_key: sk-new }
         );
         assert_eq!(gw.routing().store().backend_name(), "memory");
     }
+
+    #[tokio::test]
+    async fn a_reload_re_reads_the_included_files() {
+        let models = ConfigFile::new("model_list:\n  - { model_name: k, litellm_params: { model: openai/k }, model_info: { id: k1 } }\n");
+        let name = models.0.file_name().and_then(|n| n.to_str()).expect("a file name").to_owned();
+        let main = ConfigFile::new(&format!("include: [{name}]\n{BEFORE}"));
+        let gw = gateway(&main, SimProvider::new(4));
+        let (_, headers, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("k")).await;
+        assert_eq!(headers["x-switchyard-deployment-id"], "k1");
+
+        models.write("model_list:\n  - { model_name: k, litellm_params: { model: openai/k2 }, model_info: { id: k2 } }\n");
+        let summary = gw.reload_from_file().await.expect("reloaded");
+        assert_eq!(summary.added, ["k2"]);
+        let (_, headers, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("k")).await;
+        assert_eq!(headers["x-switchyard-deployment-id"], "k2");
+    }
 }
