@@ -43,9 +43,8 @@ impl Origins {
             .and_then(|rest| rest.strip_prefix('['))
             .and_then(|rest| rest.split(']').next())
             .and_then(|i| i.parse::<usize>().ok());
-        let from_entry = index.and_then(|i| {
-            self.entries.iter().rev().find(|(k, start, end, _)| k == key && (*start..*end).contains(&i))
-        });
+        let from_entry = index
+            .and_then(|i| self.entries.iter().rev().find(|(k, start, end, _)| k == key && (*start..*end).contains(&i)));
         let file = match from_entry {
             Some((.., file)) => Some(file),
             None => self.keys.iter().rev().find(|(k, _)| k == key).map(|(_, file)| file),
@@ -84,8 +83,12 @@ pub(crate) fn process(
         };
         let file: PathBuf = base.join(&name);
         let text = std::fs::read_to_string(&file).map_err(|e| {
-            ConfigError::new(ConfigErrorKind::Io, path.clone(), format!("cannot read included file `{}`: {e}", file.display()))
-                .with_source(e)
+            ConfigError::new(
+                ConfigErrorKind::Io,
+                path.clone(),
+                format!("cannot read included file `{}`: {e}", file.display()),
+            )
+            .with_source(e)
         })?;
         let included = match parse(&text) {
             Ok(Value::Null) => serde_json::Map::new(),
@@ -97,7 +100,11 @@ pub(crate) fn process(
                 ));
             }
             Err(message) => {
-                return Err(ConfigError::new(ConfigErrorKind::Yaml, path, format!("included file `{name}`: {message}")));
+                return Err(ConfigError::new(
+                    ConfigErrorKind::Yaml,
+                    path,
+                    format!("included file `{name}`: {message}"),
+                ));
             }
         };
         for (key, value) in included {

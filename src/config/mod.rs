@@ -32,9 +32,9 @@
 //! ```
 
 mod convert;
-pub(crate) mod edge;
 mod env;
 mod error;
+pub(crate) mod http_server;
 mod include;
 mod raw;
 mod redis;
@@ -54,8 +54,8 @@ use switchyard_layers::{
     state::LatencyConfig,
 };
 
-pub use edge::EdgeSettings;
 pub use error::{ConfigError, ConfigErrorKind};
+pub use http_server::EdgeSettings;
 pub use redis::RedisSettings;
 
 /// A router configuration, read from a LiteLLM proxy config or built in code.

@@ -18,9 +18,8 @@ use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 use super::{
     Alias, Config, ConfigError, ConfigErrorKind, RedisSettings, RouterSettings,
     convert::{NOT_SUPPORTED, Warnings, deployment, opt, to_f64, to_period, to_secs, to_timeout, to_u32, to_u64},
-    edge,
     env::Env,
-    include,
+    http_server, include,
     raw::{Flag, Num, RawConfig, RawGeneralSettings, RawLitellmSettings, RawRouterSettings, RawStrategyArgs},
     redis::{check_host, host_url},
     secret,
@@ -594,7 +593,7 @@ fn general(c: &mut Config, gs: RawGeneralSettings, w: &mut Warnings) -> Result<(
         }
         c.master_key = Some(ApiKey::new(key));
     }
-    c.edge = edge::edge(gs.edge)?;
+    c.edge = http_server::edge(gs.edge)?;
     c.count_tokens_upstream = match gs.count_tokens.as_deref() {
         None | Some("estimate") => false,
         Some("upstream") => true,

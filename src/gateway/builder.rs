@@ -17,7 +17,7 @@ use super::{
 };
 use crate::{
     Config, Router, RouterError,
-    config::edge::{normalize_host, normalize_origin},
+    config::http_server::{normalize_host, normalize_origin},
 };
 
 type Provider = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
