@@ -1591,7 +1591,10 @@ fn include_sets_a_list_the_main_file_lacks_and_reads_nested_includes_from_the_ma
             "include: [conf.d/second.yaml]\n\
              model_list:\n  - { model_name: a, litellm_params: { model: openai/a }, model_info: { id: a1 } }\n",
         ),
-        ("conf.d/second.yaml", "model_list:\n  - { model_name: b, litellm_params: { model: openai/b }, model_info: { id: b1 } }\n"),
+        (
+            "conf.d/second.yaml",
+            "model_list:\n  - { model_name: b, litellm_params: { model: openai/b }, model_info: { id: b1 } }\n",
+        ),
         ("conf.d/empty.yaml", ""),
     ]);
     let ids: Vec<String> = dir.load().expect("loads").deployments.iter().map(|d| d.id.to_string()).collect();
@@ -1620,7 +1623,10 @@ fn include_errors_name_the_included_file() {
     assert!(err.to_string().contains("extends `router_settings`, which the config sets to a mapping"), "{err}");
 
     let bad_entry = ConfigDir::new(&[
-        ("config.yaml", "include: [conf.d/x.yaml]\nmodel_list:\n  - { model_name: a, litellm_params: { model: openai/a } }\n"),
+        (
+            "config.yaml",
+            "include: [conf.d/x.yaml]\nmodel_list:\n  - { model_name: a, litellm_params: { model: openai/a } }\n",
+        ),
         ("conf.d/x.yaml", "model_list:\n  - { model_name: b, litellm_params: { model: openai/b, rpm: -1 } }\n"),
     ]);
     let err = bad_entry.load().expect_err("a bad entry");

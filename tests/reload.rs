@@ -132,7 +132,8 @@ async fn a_reload_changes_the_fallback_tables() {
 
 #[tokio::test(start_paused = true)]
 async fn a_reload_changes_the_cooldown_rules() {
-    let router = router(&format!("{ONE_BAD}router_settings: {{ num_retries: 1, disable_cooldowns: true }}\n"), one_bad());
+    let router =
+        router(&format!("{ONE_BAD}router_settings: {{ num_retries: 1, disable_cooldowns: true }}\n"), one_bad());
     served_by(&router, "g", 10).await;
     assert!(router.cooldowns().await.expect("listed").is_empty(), "cooldowns disabled");
 
@@ -162,13 +163,15 @@ async fn a_reload_changes_the_cooldown_rules() {
 
 #[tokio::test(start_paused = true)]
 async fn a_reload_changes_rpm_and_parallel_limits() {
-    let limited = "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 1 }, model_info: { id: g1 } }\n";
+    let limited =
+        "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 1 }, model_info: { id: g1 } }\n";
     let router = router(limited, SimProvider::new(4));
     router.chat(hello("g")).await.expect("the first request of the minute");
     let err = router.chat(hello("g")).await.expect_err("rpm 1");
     assert_eq!(err.kind(), RouteErrorKind::RateLimited);
 
-    let roomy = "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 100 }, model_info: { id: g1 } }\n";
+    let roomy =
+        "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 100 }, model_info: { id: g1 } }\n";
     reload(&router, roomy);
     router.chat(hello("g")).await.expect("rpm 100");
 
@@ -190,7 +193,12 @@ async fn a_reload_changes_the_provider_budgets() {
     let router = router(yaml, SimProvider::new(5));
     router.chat(hello("g")).await.expect("no budget");
 
-    reload(&router, &format!("{yaml}router_settings:\n  provider_budget_config: {{ openai: {{ budget_limit: 0, time_period: 1d }} }}\n"));
+    reload(
+        &router,
+        &format!(
+            "{yaml}router_settings:\n  provider_budget_config: {{ openai: {{ budget_limit: 0, time_period: 1d }} }}\n"
+        ),
+    );
     let err = router.chat(hello("g")).await.expect_err("the openai budget is spent");
     assert_eq!(err.kind(), RouteErrorKind::BudgetExceeded, "{err}");
 
@@ -234,7 +242,8 @@ async fn a_reload_turns_pre_call_checks_on() {
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_reload_changes_nothing() {
-    let router = router(&format!("{ONE_BAD}router_settings: {{ num_retries: 2, disable_cooldowns: true }}\n"), one_bad());
+    let router =
+        router(&format!("{ONE_BAD}router_settings: {{ num_retries: 2, disable_cooldowns: true }}\n"), one_bad());
     // Valid YAML, but an alias to no group: refused by the checks before anything is built.
     let mut broken = config(ONE_BAD);
     broken.settings.num_retries = 0;
@@ -256,7 +265,12 @@ async fn a_stream_in_flight_finishes_on_the_stack_it_started_on() {
     let router = router(yaml, SimProvider::new(8).default_profile(slow));
     let mut stream = router.chat_stream(hello("g")).await.expect("stream started");
 
-    reload(&router, &format!("{yaml}router_settings: {{ routing_strategy: least-busy, num_retries: 0, default_max_parallel_requests: 1 }}\n"));
+    reload(
+        &router,
+        &format!(
+            "{yaml}router_settings: {{ routing_strategy: least-busy, num_retries: 0, default_max_parallel_requests: 1 }}\n"
+        ),
+    );
     let mut chunks = 0;
     while let Some(chunk) = stream.next().await {
         chunk.expect("no error mid-stream");
@@ -281,7 +295,10 @@ async fn a_redis_namespace_change_waits_for_a_restart_and_says_so() {
     let restart = router.reload(&config(&changed)).expect("the rest is applied");
     assert_eq!(
         restart,
-        ["router_settings.redis_namespace changed: restart to apply", "router_settings.timeout changed: restart to apply"]
+        [
+            "router_settings.redis_namespace changed: restart to apply",
+            "router_settings.timeout changed: restart to apply"
+        ]
     );
     assert!(Arc::ptr_eq(router.store(), &store), "the same store");
     router.chat(hello("g")).await.expect("still routing");
@@ -339,7 +356,8 @@ mod gateway {
             .header("content-type", "application/json")
             .body(Body::from(body.to_string()))
             .expect("request");
-        let resp = tokio::time::timeout(PATIENCE, gw.router().oneshot(req)).await.expect("in time").expect("infallible");
+        let resp =
+            tokio::time::timeout(PATIENCE, gw.router().oneshot(req)).await.expect("in time").expect("infallible");
         let (parts, body) = resp.into_parts();
         let body = tokio::time::timeout(PATIENCE, body.collect()).await.expect("in time").expect("body").to_bytes();
         let json = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -424,14 +442,18 @@ general_settings: { master_key: sk-new }
 
     #[tokio::test]
     async fn a_reload_re_reads_the_included_files() {
-        let models = ConfigFile::new("model_list:\n  - { model_name: k, litellm_params: { model: openai/k }, model_info: { id: k1 } }\n");
+        let models = ConfigFile::new(
+            "model_list:\n  - { model_name: k, litellm_params: { model: openai/k }, model_info: { id: k1 } }\n",
+        );
         let name = models.0.file_name().and_then(|n| n.to_str()).expect("a file name").to_owned();
         let main = ConfigFile::new(&format!("include: [{name}]\n{BEFORE}"));
         let gw = gateway(&main, SimProvider::new(4));
         let (_, headers, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("k")).await;
         assert_eq!(headers["x-switchyard-deployment-id"], "k1");
 
-        models.write("model_list:\n  - { model_name: k, litellm_params: { model: openai/k2 }, model_info: { id: k2 } }\n");
+        models.write(
+            "model_list:\n  - { model_name: k, litellm_params: { model: openai/k2 }, model_info: { id: k2 } }\n",
+        );
         let summary = gw.reload_from_file().await.expect("reloaded");
         assert_eq!(summary.added, ["k2"]);
         let (_, headers, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("k")).await;
