@@ -1528,3 +1528,120 @@ fn edge_settings_that_cannot_be_served_are_refused_naming_the_path() {
     }
     assert_err("general_settings: { edge: [idle_timeout] }", Type, "general_settings.edge", "mapping");
 }
+
+// ---- include -------------------------------------------------------------------------------
+
+/// A directory of config files, removed when the test ends.
+struct ConfigDir(std::path::PathBuf);
+
+impl ConfigDir {
+    fn new(files: &[(&str, &str)]) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = Self(std::env::temp_dir().join(format!("switchyard-include-{}-{n}", std::process::id())));
+        std::fs::create_dir_all(dir.0.join("conf.d")).expect("create the directory");
+        for (name, yaml) in files {
+            std::fs::write(dir.0.join(name), yaml).expect("write a config file");
+        }
+        dir
+    }
+
+    fn load(&self) -> Result<Config, ConfigError> {
+        Config::from_path(self.0.join("config.yaml"))
+    }
+}
+
+impl Drop for ConfigDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn include_extends_lists_and_replaces_other_keys_in_file_order() {
+    let dir = ConfigDir::new(&[
+        (
+            "config.yaml",
+            "include: [conf.d/models.yaml, conf.d/router.yaml]\n\
+             model_list:\n  - { model_name: a, litellm_params: { model: openai/a }, model_info: { id: a1 } }\n\
+             router_settings: { num_retries: 7, routing_strategy: least-busy }\n",
+        ),
+        (
+            "conf.d/models.yaml",
+            "model_list:\n  - { model_name: b, litellm_params: { model: openai/b }, model_info: { id: b1 } }\n",
+        ),
+        // A mapping replaces the main file's whole: `num_retries` goes back to its default.
+        ("conf.d/router.yaml", "router_settings: { fallbacks: [{ a: [b] }] }\n"),
+    ]);
+    let c = dir.load().expect("loads");
+    let ids: Vec<&str> = c.deployments.iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(ids, ["a1", "b1"]);
+    assert_eq!(c.fallbacks.general_for("a"), ["b".to_owned()]);
+    assert_eq!(c.settings.num_retries, 2);
+    assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
+    assert!(!c.warnings.iter().any(|w| w.contains("include")), "{:#?}", c.warnings);
+}
+
+#[test]
+fn include_sets_a_list_the_main_file_lacks_and_reads_nested_includes_from_the_main_directory() {
+    let dir = ConfigDir::new(&[
+        ("config.yaml", "include: [conf.d/first.yaml]\nmodel_list:\n"),
+        (
+            "conf.d/first.yaml",
+            "include: [conf.d/second.yaml]\n\
+             model_list:\n  - { model_name: a, litellm_params: { model: openai/a }, model_info: { id: a1 } }\n",
+        ),
+        (
+            "conf.d/second.yaml",
+            "model_list:\n  - { model_name: b, litellm_params: { model: openai/b }, model_info: { id: b1 } }\n",
+        ),
+        ("conf.d/empty.yaml", ""),
+    ]);
+    let ids: Vec<String> = dir.load().expect("loads").deployments.iter().map(|d| d.id.to_string()).collect();
+    assert_eq!(ids, ["a1", "b1"]);
+}
+
+#[test]
+fn include_errors_name_the_included_file() {
+    let missing = ConfigDir::new(&[("config.yaml", "include: [conf.d/nope.yaml]\n")]);
+    let err = missing.load().expect_err("missing file");
+    assert_eq!(err.kind(), ConfigErrorKind::Io, "{err}");
+    assert_eq!(err.path(), "include[0]");
+    assert!(err.to_string().contains("nope.yaml"), "{err}");
+
+    let broken = ConfigDir::new(&[("config.yaml", "include: [conf.d/x.yaml]\n"), ("conf.d/x.yaml", "model_list: [\n")]);
+    let err = broken.load().expect_err("not YAML");
+    assert_eq!(err.kind(), ConfigErrorKind::Yaml, "{err}");
+    assert!(err.to_string().starts_with("include[0]: included file `conf.d/x.yaml`"), "{err}");
+
+    let clash = ConfigDir::new(&[
+        ("config.yaml", "include: [conf.d/x.yaml]\nrouter_settings: { num_retries: 1 }\n"),
+        ("conf.d/x.yaml", "router_settings: [1, 2]\n"),
+    ]);
+    let err = clash.load().expect_err("a list into a mapping");
+    assert_eq!(err.path(), "include[0]");
+    assert!(err.to_string().contains("extends `router_settings`, which the config sets to a mapping"), "{err}");
+
+    let bad_entry = ConfigDir::new(&[
+        (
+            "config.yaml",
+            "include: [conf.d/x.yaml]\nmodel_list:\n  - { model_name: a, litellm_params: { model: openai/a } }\n",
+        ),
+        ("conf.d/x.yaml", "model_list:\n  - { model_name: b, litellm_params: { model: openai/b, rpm: -1 } }\n"),
+    ]);
+    let err = bad_entry.load().expect_err("a bad entry");
+    assert!(err.path().starts_with("model_list[1]"), "{err}");
+    assert!(err.to_string().ends_with("(from `conf.d/x.yaml`)"), "{err}");
+
+    let not_a_list = ConfigDir::new(&[("config.yaml", "include: conf.d/x.yaml\n")]);
+    assert_eq!(not_a_list.load().expect_err("not a list").path(), "include");
+
+    let cycle = ConfigDir::new(&[("config.yaml", "include: [config.yaml]\n")]);
+    assert!(cycle.load().expect_err("a cycle").to_string().contains("cycle"));
+}
+
+#[test]
+fn include_in_a_config_read_from_a_string_is_ignored_with_a_warning() {
+    let c = load("include: [models.yaml]\nmodel_list: []\n").expect("loads");
+    assert!(c.warnings.iter().any(|w| w.contains("`include`") && w.contains("Config::from_path")), "{:#?}", c.warnings);
+}

@@ -51,6 +51,13 @@ impl ConfigError {
         Self::new(ConfigErrorKind::Type, path, message)
     }
 
+    /// Appends `note` to the message: "... (from `models.yaml`)".
+    pub(crate) fn with_note(mut self, note: impl AsRef<str>) -> Self {
+        self.message.push(' ');
+        self.message.push_str(note.as_ref());
+        self
+    }
+
     pub(crate) fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));
         self

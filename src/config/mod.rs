@@ -32,9 +32,10 @@
 //! ```
 
 mod convert;
-pub(crate) mod edge;
 mod env;
 mod error;
+pub(crate) mod http_server;
+mod include;
 mod raw;
 mod redis;
 mod secret;
@@ -53,8 +54,8 @@ use switchyard_layers::{
     state::LatencyConfig,
 };
 
-pub use edge::EdgeSettings;
 pub use error::{ConfigError, ConfigErrorKind};
+pub use http_server::EdgeSettings;
 pub use redis::RedisSettings;
 
 /// A router configuration, read from a LiteLLM proxy config or built in code.
@@ -267,7 +268,11 @@ impl Config {
     /// Reads a LiteLLM proxy config; `os.environ/NAME` references resolve through `env`
     /// (after the config's own `environment_variables`).
     pub fn from_yaml_str_with_env(yaml: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let (config, warnings) = settings::load(yaml, env)?;
+        Self::load(yaml, None, env)
+    }
+
+    fn load(yaml: &str, base: Option<&Path>, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let (config, warnings) = settings::load(yaml, base, env)?;
         for warning in &warnings {
             tracing::warn!(target: "switchyard::config", "{warning}");
         }
@@ -275,13 +280,15 @@ impl Config {
     }
 
     /// Reads the LiteLLM proxy config file at `path`; `os.environ/NAME` references resolve
-    /// from the process environment.
+    /// from the process environment. The files a top-level `include:` lists are read relative
+    /// to `path`'s directory and merged in as LiteLLM merges them (`docs/config.md`).
     pub fn from_path(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
         let yaml = std::fs::read_to_string(path).map_err(|e| {
             ConfigError::new(ConfigErrorKind::Io, "", format!("cannot read `{}`: {e}", path.display())).with_source(e)
         })?;
-        Self::from_yaml_str(&yaml)
+        let base = path.parent().map(|dir| if dir.as_os_str().is_empty() { Path::new(".") } else { dir });
+        Self::load(&yaml, base, &|name| std::env::var(name).ok())
     }
 
     /// The checks that also apply to a config built in code: unique deployment ids, alias

@@ -336,7 +336,7 @@ pub(crate) struct RawRoutingGroup {
 #[serde(default)]
 pub(crate) struct RawGeneralSettings {
     pub(crate) master_key: Option<String>,
-    /// Ours: the gateway's connection limits and browser rules, read by `edge::edge`.
+    /// Ours: the gateway's connection limits and browser rules, read by `http_server::edge`.
     pub(crate) edge: Option<Value>,
     /// Ours: `estimate` (default) or `upstream`, how `/v1/messages/count_tokens` counts.
     pub(crate) count_tokens: Option<String>,

@@ -21,7 +21,7 @@ use tower::{ServiceBuilder, util::MapRequestLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use super::{
-    Shared, auth, compress, error,
+    GatewayState, auth, compress, error,
     headers::REQUEST_ID,
     observe::ObserveLayer,
     origin, panic, request_id,
@@ -49,7 +49,7 @@ const ROUTED: [&str; 14] = [
     "/openai/v1/responses",
 ];
 
-pub(crate) fn build(shared: Arc<Shared>) -> axum::Router {
+pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
     let routing = ServiceBuilder::new()
         .layer(IngressLayer::new(shared.max_body_bytes))
         .layer(ObserveLayer::new(shared.dashboard.clone(), shared.routing_trail))

@@ -18,7 +18,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{Shared, error::json_error};
+use super::{GatewayState, error::json_error};
 
 /// The headers a client key may come in, besides `Authorization`.
 const KEY_HEADERS: [HeaderName; 3] = [
@@ -28,8 +28,8 @@ const KEY_HEADERS: [HeaderName; 3] = [
 ];
 
 /// Checks the master key (when one is configured) and strips client credentials.
-pub(crate) async fn require_key(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
-    let granted = match &shared.master_key {
+pub(crate) async fn require_key(State(shared): State<Arc<GatewayState>>, mut req: Request, next: Next) -> Response {
+    let granted = match &shared.settings.load().master_key {
         None => true,
         Some(key) => presented_key(req.headers()).is_some_and(|presented| matches(key.expose(), presented)),
     };

@@ -2,6 +2,7 @@
 
 use std::{fmt, path::PathBuf, sync::Arc, time::Duration};
 
+use arc_swap::ArcSwap;
 use bytes::Bytes;
 use metrics_exporter_prometheus::PrometheusHandle;
 use switchyard_layers::{BoxError, Deployment, RouteBody, StateStore};
@@ -9,14 +10,14 @@ use switchyard_services::ingress::IngressLayer;
 use tower::{Service, util::BoxCloneSyncService};
 
 use super::{
-    ConnectionLimits, Gateway, Shared, metrics,
+    ConnectionLimits, Gateway, GatewaySettings, GatewayState, metrics,
     origin::Origins,
     reload::{self, DeploymentCheck, ReloadError},
     ui,
 };
 use crate::{
     Config, Router, RouterError,
-    config::edge::{normalize_host, normalize_origin},
+    config::http_server::{normalize_host, normalize_origin},
 };
 
 type Provider = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
@@ -232,10 +233,10 @@ impl GatewayBuilder {
         }
         let router = router.build(provider).map_err(GatewayError::Router)?;
         let prometheus = self.prometheus.or_else(metrics::process_handle);
-        let shared = Shared {
+        let shared = GatewayState {
             router,
-            master_key: self.config.master_key.clone(),
-            cooldown_time: self.config.settings.cooldown_time,
+            settings: ArcSwap::from_pointee(GatewaySettings::of(&self.config)),
+            edge: self.config.edge.clone(),
             max_body_bytes: self.max_body_bytes,
             shutdown_grace: self.shutdown_grace,
             limits: self.limits,
@@ -246,7 +247,6 @@ impl GatewayBuilder {
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
             routing_trail: self.routing_trail,
-            count_tokens_upstream: self.config.count_tokens_upstream,
             stopping: tokio::sync::watch::Sender::new(false),
         };
         Ok(Gateway { shared: Arc::new(shared) })

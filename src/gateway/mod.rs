@@ -59,6 +59,8 @@ mod ui;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
+use arc_swap::ArcSwap;
+
 pub use builder::{GatewayBuilder, GatewayError};
 pub use conn::ConnectionLimits;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -66,32 +68,38 @@ pub use reload::{ReloadError, ReloadSummary};
 pub use serve::shutdown_signal;
 use switchyard_layers::ApiKey;
 
-use crate::{Config, Router, config::Alias};
+use crate::{
+    Config, Router,
+    config::{Alias, EdgeSettings},
+};
 use reload::DeploymentCheck;
 
 /// The gateway: the routing stack plus its HTTP endpoints. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct Gateway {
-    shared: Arc<Shared>,
+    shared: Arc<GatewayState>,
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gateway")
             .field("router", &self.shared.router)
-            .field("master_key", &self.shared.master_key.is_some())
+            .field("master_key", &self.shared.settings.load().master_key.is_some())
             .field("config_path", &self.shared.config_path)
             .field("max_body_bytes", &self.shared.max_body_bytes)
             .finish_non_exhaustive()
     }
 }
 
-/// What every handler shares.
-pub(crate) struct Shared {
+/// The gateway's state, shared by every handler: the router, the settings a reload replaces,
+/// and the ones fixed when the gateway was built.
+pub(crate) struct GatewayState {
     pub(crate) router: Router,
-    pub(crate) master_key: Option<ApiKey>,
-    /// The router's `cooldown_time`: the default length of a manual bench.
-    pub(crate) cooldown_time: Duration,
+    /// What the config sets for the gateway itself; a reload swaps in the new config's.
+    pub(crate) settings: ArcSwap<GatewaySettings>,
+    /// `general_settings.edge` as the gateway was built: connection limits and origins are
+    /// applied when connections are accepted and are not reloaded.
+    pub(crate) edge: EdgeSettings,
     pub(crate) max_body_bytes: usize,
     pub(crate) shutdown_grace: Duration,
     /// What [`Gateway::serve`] applies to every connection.
@@ -107,11 +115,29 @@ pub(crate) struct Shared {
     pub(crate) dashboard: Arc<ui::Dashboard>,
     /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).
     pub(crate) routing_trail: bool,
-    /// `/v1/messages/count_tokens` asks an Anthropic deployment (`general_settings.count_tokens`).
-    pub(crate) count_tokens_upstream: bool,
     /// Set when [`Gateway::serve`] starts shutting down: open event streams end, so they do not
     /// hold the graceful shutdown for its whole grace period.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+}
+
+/// The config's settings for the gateway's own handlers, replaced as a whole by a reload.
+#[derive(Debug)]
+pub(crate) struct GatewaySettings {
+    pub(crate) master_key: Option<ApiKey>,
+    /// The router's `cooldown_time`: the default length of a manual bench.
+    pub(crate) cooldown_time: Duration,
+    /// `/v1/messages/count_tokens` asks an Anthropic deployment (`general_settings.count_tokens`).
+    pub(crate) count_tokens_upstream: bool,
+}
+
+impl GatewaySettings {
+    pub(crate) fn of(config: &Config) -> Self {
+        Self {
+            master_key: config.master_key.clone(),
+            cooldown_time: config.settings.cooldown_time,
+            count_tokens_upstream: config.count_tokens_upstream,
+        }
+    }
 }
 
 impl Gateway {
@@ -132,16 +158,18 @@ impl Gateway {
         &self.shared.router
     }
 
-    /// Swaps `config`'s deployments and aliases into the running gateway: adds new ones,
-    /// replaces changed ones, removes the ones no longer listed. Requests in flight finish with
-    /// the deployments they resolved. An invalid config changes nothing.
+    /// Applies `config` to the running gateway: its deployments and aliases (new ones added,
+    /// changed ones replaced in place, the ones no longer listed removed), a routing stack
+    /// rebuilt from its router settings ([`Router::reload`]) and the master key. Requests in
+    /// flight finish with the deployments and the stack they started with; cooldowns, usage and
+    /// spend carry over. An invalid config changes nothing.
     ///
-    /// Only `model_list` and `model_group_alias` are applied; see `docs/gateway.md`.
+    /// What needs a restart (the Redis connection and namespace, `timeout`, `stream_timeout`,
+    /// `general_settings.edge`) stays as it was, and [`ReloadSummary::warnings`] names each such
+    /// key the new config changes; see `docs/gateway.md`.
     pub async fn reload(&self, config: Config) -> Result<ReloadSummary, ReloadError> {
         let mut aliases = self.shared.aliases.lock().await;
-        let router = &self.shared.router;
-        let result =
-            reload::apply(router.registry(), router.store(), &mut aliases, &config, self.shared.check.as_ref()).await;
+        let result = reload::apply(&self.shared, &mut aliases, &config).await;
         metrics::record_reload(result.is_ok());
         match &result {
             Ok(summary) => tracing::info!(%summary, "config reloaded"),

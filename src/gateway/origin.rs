@@ -28,7 +28,7 @@ use axum::{
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::{Shared, error::json_error};
+use super::{GatewayState, error::json_error};
 use crate::config::EdgeSettings;
 
 /// What the gateway accepts from browsers; see the [module docs](self).
@@ -120,7 +120,7 @@ fn host_name(host: &str) -> &str {
 }
 
 /// Refuses cross-origin requests and, without a master key, requests to unknown host names.
-pub(crate) async fn check(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+pub(crate) async fn check(State(shared): State<Arc<GatewayState>>, req: Request, next: Next) -> Response {
     let origins = &shared.origins;
     let host = request_host(&req);
     if let Some(origin) = req.headers().get(header::ORIGIN)
@@ -134,7 +134,7 @@ pub(crate) async fn check(State(shared): State<Arc<Shared>>, req: Request, next:
             ),
         );
     }
-    if shared.master_key.is_none()
+    if shared.settings.load().master_key.is_none()
         && let Some(host) = host.filter(|h| !origins.host_allowed(h))
     {
         let shown: String = host.chars().filter(|c| c.is_ascii_graphic()).take(200).collect();

@@ -1,20 +1,27 @@
-//! Config reload: a new config's deployments and aliases swapped into the live registry.
+//! Config reload: a new config applied to the running gateway.
 //!
-//! The new config is read and checked completely before anything changes, so a broken file
-//! changes nothing. Then the registry's deployments and aliases are replaced in one snapshot swap
+//! The new config is read and checked completely, and its routing stack built, before anything
+//! changes, so a broken file changes nothing. Then, back to back: the registry's deployments and
+//! aliases are replaced in one snapshot swap
 //! ([`Registry::replace`](switchyard_layers::Registry::replace)), so a request resolves against
-//! either the old set or the new one, never a mix, and requests in flight keep the deployments
-//! they resolved; removed deployments' cooldowns are cleared.
+//! either the old set or the new one, never a mix; the new stack (router settings) becomes the
+//! live one ([`Router::reload`](crate::Router::reload)), over the same registry and store, so
+//! cooldowns, usage windows and spend carry over; and the gateway's own settings (master key,
+//! `cooldown_time` for manual benches, `count_tokens`) are swapped. Requests in flight keep the
+//! deployments they resolved and the stack they started on; removed deployments' cooldowns are
+//! cleared.
 //!
-//! Only `model_list` and `model_group_alias` are reloaded. Router settings (strategy, retries,
-//! fallback tables, cooldown rules) and `general_settings.master_key` take effect on restart.
+//! What the store, the provider and the listener were built with stays until a restart: the
+//! Redis connection and namespace, the latency windows, `timeout` and `stream_timeout`, and
+//! `general_settings.edge`. The summary's warnings name each such key the new config changes.
 
 use std::{collections::HashMap, fmt, sync::Arc};
 
 use serde::Serialize;
-use switchyard_layers::{Deployment, DeploymentId, Registry, StateStore, deployment::RegistryError};
+use switchyard_layers::{Deployment, DeploymentId, deployment::RegistryError};
 
-use crate::{Config, ConfigError, config::Alias};
+use super::{GatewaySettings, GatewayState};
+use crate::{Config, ConfigError, RouterError, config::Alias};
 
 /// What a reload changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -32,8 +39,9 @@ pub struct ReloadSummary {
     pub aliases_set: Vec<String>,
     /// Aliases removed.
     pub aliases_removed: Vec<String>,
-    /// Keys the new config sets that a reload does not apply (see the module docs), and the
-    /// config's own warnings.
+    /// The config's own warnings (ignored keys), then one line per key the new config changes
+    /// that only a restart applies (`router_settings.redis_namespace changed: restart to
+    /// apply`); those keep their old values.
     pub warnings: Vec<String>,
 }
 
@@ -83,6 +91,8 @@ pub enum ReloadError {
     },
     /// The registry refused a change (an alias whose target is not a model group).
     Registry(RegistryError),
+    /// The routing stack could not be built from the new config (a policy it refuses).
+    Router(RouterError),
 }
 
 impl fmt::Display for ReloadError {
@@ -92,6 +102,7 @@ impl fmt::Display for ReloadError {
             Self::Config(e) => e.fmt(f),
             Self::Deployment { id, group, message } => write!(f, "deployment `{id}` of `{group}`: {message}"),
             Self::Registry(e) => e.fmt(f),
+            Self::Router(e) => e.fmt(f),
         }
     }
 }
@@ -101,6 +112,7 @@ impl std::error::Error for ReloadError {
         match self {
             Self::Config(e) => Some(e),
             Self::Registry(e) => Some(e),
+            Self::Router(e) => Some(e),
             Self::NoConfigPath | Self::Deployment { .. } => None,
         }
     }
@@ -123,17 +135,16 @@ pub(crate) fn check_all(config: &Config, check: Option<&DeploymentCheck>) -> Res
     Ok(())
 }
 
-/// Swaps `config`'s deployments and aliases into `registry`; `current` holds the aliases the
-/// gateway set last time and is updated.
+/// Applies `config` to the gateway: checks everything and builds the new routing stack first,
+/// then swaps the registry's deployments and aliases, the stack and the gateway's settings.
+/// `current` holds the aliases the gateway set last time and is updated.
 pub(crate) async fn apply(
-    registry: &Registry,
-    store: &StateStore,
+    gateway: &GatewayState,
     current: &mut Vec<Alias>,
     config: &Config,
-    check: Option<&DeploymentCheck>,
 ) -> Result<ReloadSummary, ReloadError> {
     config.validate().map_err(ReloadError::Config)?;
-    check_all(config, check)?;
+    check_all(config, gateway.check.as_ref())?;
     for a in &config.aliases {
         if !config.deployments.iter().any(|d| *d.group == *a.target) {
             return Err(ReloadError::Registry(RegistryError::UnknownAliasTarget {
@@ -142,7 +153,11 @@ pub(crate) async fn apply(
             }));
         }
     }
+    let router = &gateway.router;
+    // The step that can still fail: after it, nothing is refused.
+    let prepared = router.prepare(config).map_err(ReloadError::Router)?;
 
+    let registry = router.registry();
     let mut summary = ReloadSummary { warnings: config.warnings.clone(), ..ReloadSummary::default() };
     let old: HashMap<DeploymentId, Arc<Deployment>> =
         registry.deployments().into_iter().map(|d| (d.id.clone(), d)).collect();
@@ -174,9 +189,25 @@ pub(crate) async fn apply(
         )
         .map_err(ReloadError::Registry)?;
     *current = config.aliases.clone();
+    // Right behind the registry: calls that start from here run on the new stack.
+    summary.warnings.extend(router.install(prepared));
+
+    let settings = GatewaySettings::of(config);
+    if settings.master_key.is_none() && gateway.settings.load().master_key.is_some() {
+        summary.warnings.push(
+            "general_settings.master_key removed: every endpoint is open now (only local host names are served)"
+                .to_owned(),
+        );
+    }
+    gateway.settings.store(Arc::new(settings));
+    gateway.dashboard.set_default_max_parallel_requests(config.settings.default_max_parallel_requests);
+    if config.edge != gateway.edge {
+        summary.warnings.push("general_settings.edge changed: restart to apply".to_owned());
+    }
+
     for id in removed {
         // Nothing routes to it any more; a leftover cooldown would only clutter the listing.
-        store.clear_cooldown(id).await;
+        router.store().clear_cooldown(id).await;
         summary.removed.push(id.to_string());
     }
     summary.removed.sort();
@@ -222,18 +253,20 @@ router_settings:
   model_group_alias: { fast: c }
 "#;
 
-    async fn registry_for(c: &Config) -> (Registry, Vec<Alias>) {
-        let registry = Registry::new();
-        let mut aliases = Vec::new();
-        apply(&registry, &StateStore::memory(), &mut aliases, c, None).await.expect("first load");
-        (registry, aliases)
+    fn gateway_for(c: &Config, check: Option<DeploymentCheck>) -> crate::gateway::Gateway {
+        let mut builder =
+            crate::gateway::Gateway::builder(c.clone()).provider(switchyard_services::sim::SimProvider::new(1));
+        if let Some(check) = check {
+            builder = builder.check_deployment(move |d| check(d));
+        }
+        builder.build().expect("first load")
     }
 
     #[tokio::test]
     async fn a_reload_adds_updates_and_removes() {
-        let (registry, mut aliases) = registry_for(&config(BEFORE)).await;
-        let store = StateStore::memory();
-        let summary = apply(&registry, &store, &mut aliases, &config(AFTER), None).await.expect("reload");
+        let gateway = gateway_for(&config(BEFORE), None);
+        let registry = gateway.routing().registry();
+        let summary = gateway.reload(config(AFTER)).await.expect("reload");
         assert_eq!(summary.added, ["c1"]);
         assert_eq!(summary.updated, ["a1"]);
         assert_eq!(summary.removed, ["b1"]);
@@ -243,19 +276,18 @@ router_settings:
         assert_eq!(registry.deployment(&"a1".into()).and_then(|d| d.rpm), Some(20));
         assert_eq!(&*registry.resolve("fast").expect("alias").group.name().clone(), "c");
         assert!(registry.resolve("b").is_err());
-        let again = apply(&registry, &store, &mut aliases, &config(AFTER), None).await.expect("reload");
+        let again = gateway.reload(config(AFTER)).await.expect("reload");
         assert!(again.is_empty(), "{again:?}");
         assert_eq!(again.unchanged, 3);
     }
 
     #[tokio::test]
     async fn a_refused_deployment_changes_nothing() {
-        let (registry, mut aliases) = registry_for(&config(BEFORE)).await;
         let check: DeploymentCheck =
             Arc::new(|d: &Deployment| if d.group.as_ref() == "c" { Err("not served".to_owned()) } else { Ok(()) });
-        let err = apply(&registry, &StateStore::memory(), &mut aliases, &config(AFTER), Some(&check))
-            .await
-            .expect_err("refused");
+        let gateway = gateway_for(&config(BEFORE), Some(check));
+        let registry = gateway.routing().registry();
+        let err = gateway.reload(config(AFTER)).await.expect_err("refused");
         assert!(matches!(err, ReloadError::Deployment { ref id, .. } if id == "c1"), "{err}");
         assert_eq!(registry.deployments().len(), 3);
         assert!(registry.resolve("old").is_ok());

@@ -5,28 +5,33 @@
 //! with [`Router::service`] to embed it in axum or another gateway, or call it through
 //! [`Router::chat`], [`Router::chat_stream`] and [`Router::embed`] without an HTTP hop. Both go
 //! through the same layers.
+//!
+//! [`Router::reload`] rebuilds the stack from a new config over the same registry and store
+//! (cooldowns, usage windows and spend carry over) and swaps it in atomically: calls that
+//! started keep the stack they started on, new calls take the new one.
 
 mod client;
+mod live;
 
 use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 pub use client::{ChatResponse, ChatStream, EmbedResponse};
+use live::{CurrentStack, Live, Parts, RestartOnly, Stack};
 use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
-    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook, CooldownLayer},
+    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook},
     deployment::RegistryError,
-    fallback::{FallbackConfig, FallbackEvent},
+    fallback::FallbackEvent,
     precall::PreCallConfig,
     retry::{RetryBudget, RetryConfig, RetryPolicy},
-    select::{SelectConfigError, Strategies},
-    stack::RoutingStack,
+    select::SelectConfigError,
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
-use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService};
+use tower::{Service, ServiceExt, util::BoxCloneSyncService};
 
 use crate::{Config, ConfigError, config::RedisSettings};
 
@@ -34,11 +39,15 @@ use crate::{Config, ConfigError, config::RedisSettings};
 pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
 
 /// The routing stack plus the registry and store it routes with.
+///
+/// Clones share everything, the live stack included: a [reload](Router::reload) through one
+/// clone is seen by all of them and by every [`service`](Router::service) handed out.
 #[derive(Clone)]
 pub struct Router {
     registry: Arc<Registry>,
     store: Arc<StateStore>,
-    cooldown: CooldownLayer,
+    live: Arc<Live>,
+    /// Dispatches each call to the live stack.
     service: RouterService,
 }
 
@@ -100,6 +109,13 @@ impl From<RegistryError> for RouterError {
     fn from(e: RegistryError) -> Self {
         Self::Registry(e)
     }
+}
+
+/// A stack built for a reload, not yet live ([`Router::prepare`]).
+pub(crate) struct Prepared {
+    stack: Stack,
+    /// The keys the new config changes that only a restart applies.
+    restart: Vec<String>,
 }
 
 /// Receives fallback events.
@@ -186,35 +202,20 @@ impl RouterBuilder<'_> {
         for a in &config.aliases {
             registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
         }
-        warm_tokenizers(config);
         let store = match self.store {
             Some(store) => store,
             None => default_store(config)?,
         };
-        let strategies = Strategies::from_routing_groups(
-            config.routing_strategy.build_with(&config.strategy_args),
-            &config.routing_groups,
-            &config.strategy_args,
-        );
-        // The default order and the pieces the layers share (seed, deadline, fallback tables)
-        // are the layers crate's `RoutingStack`; the router only maps the config onto it.
-        let mut stack = RoutingStack::builder(registry.clone(), store.clone())
-            .strategies(strategies)
-            .deadline(config.settings.deadline)
-            .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
-            .cooldown(cooldown_config(config, self.on_cooldown)?)
-            .retry(retry_config(config)?)
-            .precall(precall_config(config));
-        if let Some(seed) = self.seed.or(config.seed) {
-            stack = stack.seed(seed);
-        }
-        if let Some(hook) = self.on_fallback {
-            stack = stack.on_fallback(move |e| hook(e));
-        }
-        let stack = stack.build();
-        let cooldown = stack.cooldown.clone();
-        let service = BoxCloneSyncService::new(stack.layer(provider));
-        Ok(Router { registry, store, cooldown, service })
+        let parts = Parts {
+            provider: BoxCloneSyncService::new(provider),
+            seed: self.seed,
+            on_cooldown: self.on_cooldown,
+            on_fallback: self.on_fallback,
+        };
+        let first = parts.stack(config, &registry, &store)?;
+        let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
+        let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
+        Ok(Router { registry, store, live, service })
     }
 }
 
@@ -372,12 +373,50 @@ impl Router {
 
     /// Every deployment cooling down or half-open: deployment, group, deadline, status and reason.
     pub async fn cooldowns(&self) -> Result<Vec<CooldownEntry>, StoreError> {
-        self.cooldown.list().await
+        let cooldown = self.live.stack.load().cooldown.clone();
+        cooldown.list().await
     }
 
-    /// The stack as a tower service, to embed in axum or another gateway.
+    /// The stack as a tower service, to embed in axum or another gateway. Each call runs on the
+    /// stack that is live when it starts, so the service follows [reloads](Self::reload).
     pub fn service(&self) -> RouterService {
         self.service.clone()
+    }
+
+    /// Applies `config` to the running router: its deployments and aliases replace the
+    /// registry's (one snapshot swap), and a stack rebuilt from its settings (strategy, retries,
+    /// fallback tables, cooldown rules, pre-call checks, limits, budgets, tags, deadline, seed)
+    /// replaces the live one. The registry and the store stay, so cooldowns, usage windows and
+    /// spend carry over; calls in flight finish on the stack they started on.
+    ///
+    /// Everything is checked before anything changes: an invalid config returns an error and
+    /// changes nothing. The settings the store and the provider were built with (the Redis
+    /// connection and namespace, the latency windows, `timeout`, `stream_timeout`) stay as they
+    /// were; the returned lines name each one `config` changes
+    /// (`router_settings.redis_namespace changed: restart to apply`).
+    pub fn reload(&self, config: &Config) -> Result<Vec<String>, RouterError> {
+        let prepared = self.prepare(config)?;
+        self.registry.replace(
+            config.deployments.iter().cloned(),
+            config.aliases.iter().map(|a| (a.alias.as_str(), a.target.as_str(), a.hidden)),
+        )?;
+        Ok(self.install(prepared))
+    }
+
+    /// Builds the stack for `config` without installing it: the step of a reload that can fail.
+    pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
+        config.validate()?;
+        let stack = self.live.parts.stack(config, &self.registry, &self.store)?;
+        Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
+    }
+
+    /// Makes a prepared stack the live one; returns the settings it could not apply.
+    pub(crate) fn install(&self, prepared: Prepared) -> Vec<String> {
+        self.live.stack.store(Arc::new(prepared.stack));
+        for line in &prepared.restart {
+            tracing::warn!(target: "switchyard::router", "{line}");
+        }
+        prepared.restart
     }
 
     /// Sends one prepared request through the stack.

@@ -8,18 +8,18 @@ use std::{
 
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
-use super::server::Shared;
+use super::server::MockState;
 
 /// The listener in front of the server: applies the profile's connection faults (reset, no
 /// response) and hands every other connection to axum.
 pub(super) struct FaultyListener {
     inner: tokio::net::TcpListener,
-    shared: Arc<Shared>,
+    shared: Arc<MockState>,
     connections: u64,
 }
 
 impl FaultyListener {
-    pub(super) fn new(inner: tokio::net::TcpListener, shared: Arc<Shared>) -> Self {
+    pub(super) fn new(inner: tokio::net::TcpListener, shared: Arc<MockState>) -> Self {
         Self { inner, shared, connections: 0 }
     }
 }

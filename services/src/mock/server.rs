@@ -58,7 +58,7 @@ impl MockUpstream {
         let addr = listener.local_addr()?;
 
         let (shutdown, signal) = watch::channel(false);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(MockState {
             profile: RwLock::new(Arc::new(profile)),
             counters: Counters::default(),
             last: Mutex::new(None),
@@ -90,7 +90,7 @@ impl MockUpstream {
     }
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+fn router(shared: Arc<MockState>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat))
         .route("/chat/completions", post(chat))
@@ -127,8 +127,9 @@ fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// What the server and every handle share.
-pub(super) struct Shared {
+/// The mock server's state, shared by its handlers and every handle: the profile, counters,
+/// the last request, stored responses and the credentials it accepts.
+pub(super) struct MockState {
     pub(super) profile: RwLock<Arc<MockProfile>>,
     pub(super) counters: Counters,
     last: Mutex<Option<RecordedRequest>>,
@@ -211,7 +212,7 @@ pub struct MockStats {
 /// for it.
 pub struct MockHandle {
     addr: SocketAddr,
-    pub(super) shared: Arc<Shared>,
+    pub(super) shared: Arc<MockState>,
     shutdown: watch::Sender<bool>,
     task: Option<JoinHandle<()>>,
 }
@@ -317,12 +318,12 @@ impl Drop for MockHandle {
 
 // === handlers ===
 
-async fn chat(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn chat(State(s): State<Arc<MockState>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     serve(&s, Api::Chat, None, RecordedRequest::new(method, &uri, headers, body)).await
 }
 
 async fn embeddings(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -332,7 +333,7 @@ async fn embeddings(
 }
 
 async fn azure_chat(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(deployment): Path<String>,
     method: Method,
     uri: Uri,
@@ -343,7 +344,7 @@ async fn azure_chat(
 }
 
 async fn azure_embeddings(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(deployment): Path<String>,
     method: Method,
     uri: Uri,
@@ -353,7 +354,13 @@ async fn azure_embeddings(
     serve(&s, Api::Embeddings, Some(deployment), RecordedRequest::new(method, &uri, headers, body)).await
 }
 
-async fn messages(State(s): State<Arc<Shared>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+async fn messages(
+    State(s): State<Arc<MockState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     serve_messages(&s, RecordedRequest::new(method, &uri, headers, body), anthropic::Host::Anthropic).await
 }
 
@@ -361,7 +368,7 @@ async fn messages(State(s): State<Arc<Shared>>, method: Method, uri: Uri, header
 /// bytes of the text in `system` and `messages` (rounded up per string), after checking `model`
 /// and `messages` as Anthropic does.
 async fn count_tokens(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -405,7 +412,7 @@ pub(super) fn count_answer(body: &[u8]) -> Response {
 }
 
 async fn unknown_path(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -434,7 +441,7 @@ pub(super) struct Draws {
     pub(super) stream_error: bool,
 }
 
-impl Shared {
+impl MockState {
     /// Counts and records a request answered without drawing from the profile (a refusal before
     /// any reading).
     pub(super) fn record(&self, req: RecordedRequest) {
@@ -474,7 +481,7 @@ impl Shared {
 }
 
 /// Answers one OpenAI request as the current profile says.
-async fn serve(s: &Shared, api: Api, azure_deployment: Option<String>, req: RecordedRequest) -> Response {
+async fn serve(s: &MockState, api: Api, azure_deployment: Option<String>, req: RecordedRequest) -> Response {
     let body = req.body.clone();
     let (profile, draws, mut rng) = s.admit(req);
     let call = match Call::read(&body, api, azure_deployment.as_deref(), &profile, &mut rng) {
@@ -508,7 +515,7 @@ async fn serve(s: &Shared, api: Api, azure_deployment: Option<String>, req: Reco
 }
 
 /// Answers one Anthropic Messages request as the current profile says, with the same draws.
-pub(super) async fn serve_messages(s: &Shared, req: RecordedRequest, host: anthropic::Host<'_>) -> Response {
+pub(super) async fn serve_messages(s: &MockState, req: RecordedRequest, host: anthropic::Host<'_>) -> Response {
     let (headers, body) = (req.headers.clone(), req.body.clone());
     let (profile, draws, mut rng) = s.admit(req);
     let call = match anthropic::Call::read((&headers, host), &body, &profile, &mut rng) {

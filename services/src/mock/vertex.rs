@@ -62,7 +62,7 @@ use serde_json::{Value, json};
 use super::{
     answer::{json_response, pause, stalled},
     anthropic, gemini,
-    server::{RecordedRequest, Shared, count_answer, serve_messages},
+    server::{MockState, RecordedRequest, count_answer, serve_messages},
 };
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
@@ -91,7 +91,7 @@ impl Tokens {
 }
 
 /// `POST /token`: the JWT-bearer grant.
-pub(super) async fn token(State(s): State<Arc<Shared>>, body: Bytes) -> Response {
+pub(super) async fn token(State(s): State<Arc<MockState>>, body: Bytes) -> Response {
     s.counters.token_requests.fetch_add(1, Ordering::Relaxed);
     let refuse = |error: &str, description: &str| {
         (StatusCode::BAD_REQUEST, Json(json!({ "error": error, "error_description": description }))).into_response()
@@ -158,7 +158,7 @@ fn check_assertion(jwt: &str) -> Result<(), &'static str> {
 }
 
 /// Google's answer to a call without a valid access token.
-fn unauthenticated(s: &Shared, req: RecordedRequest) -> Response {
+fn unauthenticated(s: &MockState, req: RecordedRequest) -> Response {
     s.record(req);
     let message = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or \
                    other valid authentication credential.";
@@ -168,7 +168,7 @@ fn unauthenticated(s: &Shared, req: RecordedRequest) -> Response {
 
 /// `POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:{method}`.
 pub(super) async fn google_models(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path((_project, _location, model_and_method)): Path<(String, String, String)>,
     method: Method,
     uri: Uri,
@@ -274,7 +274,7 @@ fn read_predict(model: &str, body: &[u8]) -> Result<Predict, String> {
 }
 
 /// `:predict` of a text embedding model, drawn from the profile.
-async fn predict(s: &Shared, model: &str, req: RecordedRequest) -> Response {
+async fn predict(s: &MockState, model: &str, req: RecordedRequest) -> Response {
     let body = req.body.clone();
     let (profile, draws, mut rng) = s.admit(req);
     let call = match read_predict(model, &body) {
@@ -363,7 +363,7 @@ fn count_contents(body: &[u8]) -> Response {
 /// `POST /v1/projects/{project}/locations/{location}/publishers/anthropic/models/{model}:rawPredict`
 /// (and `:streamRawPredict`).
 pub(super) async fn anthropic_models(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path((_project, _location, model_and_method)): Path<(String, String, String)>,
     method: Method,
     uri: Uri,

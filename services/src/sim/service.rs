@@ -30,11 +30,12 @@ use super::{
 /// seeded from the root seed given to [`SimProvider::new`] and the number of clones made before
 /// it: the same seed and the same order of calls and clones give the same answers.
 pub struct SimProvider {
-    shared: Arc<Shared>,
+    shared: Arc<SimState>,
     rng: SmallRng,
 }
 
-struct Shared {
+/// What every clone of a [`SimProvider`] shares: the seed source, the profiles and the stats.
+struct SimState {
     seeds: SeedSource,
     profiles: RwLock<Profiles>,
     stats: SimStats,
@@ -68,7 +69,7 @@ impl SimProvider {
     pub fn new(seed: u64) -> Self {
         let seeds = SeedSource::new(seed);
         let rng = seeds.rng();
-        let shared = Shared { seeds, profiles: RwLock::default(), stats: SimStats::default() };
+        let shared = SimState { seeds, profiles: RwLock::default(), stats: SimStats::default() };
         Self { shared: Arc::new(shared), rng }
     }
 

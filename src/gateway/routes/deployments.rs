@@ -19,7 +19,7 @@ use switchyard_layers::{
 use tokio::time::Instant;
 
 use crate::gateway::{
-    Shared,
+    GatewayState,
     error::{bad_request, json_error},
 };
 
@@ -114,7 +114,7 @@ pub(crate) struct StoreView {
 }
 
 impl StoreView {
-    pub(crate) async fn read(shared: &Shared) -> Result<Self, Response> {
+    pub(crate) async fn read(shared: &GatewayState) -> Result<Self, Response> {
         let router = &shared.router;
         let deployments = router.registry().deployments();
         let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
@@ -136,7 +136,7 @@ impl StoreView {
 }
 
 /// Every registered deployment, in config order.
-pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Response {
+pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
     let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
         Ok(view) => view,
@@ -205,7 +205,7 @@ struct CooldownAnswer {
 /// Benches a deployment for `seconds` (default: the router's `cooldown_time`). A cooldown that
 /// already runs longer is kept: benching extends, never shortens.
 pub(crate) async fn bench(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<GatewayState>>,
     Path(id): Path<String>,
     headers: http::HeaderMap,
     body: Bytes,
@@ -237,7 +237,7 @@ pub(crate) async fn bench(
         }
     };
     let ttl = match req.seconds {
-        None => shared.cooldown_time,
+        None => shared.settings.load().cooldown_time,
         Some(s) if s.is_finite() && s > 0.0 && s <= MAX_BENCH.as_secs_f64() => Duration::from_secs_f64(s),
         Some(s) => {
             return bad_request(
@@ -263,7 +263,7 @@ pub(crate) async fn bench(
 }
 
 /// Ends a deployment's cooldown (or half-open state) now.
-pub(crate) async fn readmit(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
+pub(crate) async fn readmit(State(shared): State<Arc<GatewayState>>, Path(id): Path<String>) -> Response {
     let id = DeploymentId::from(id);
     let Some(deployment) = shared.router.registry().deployment(&id) else {
         return unknown(&id);

@@ -11,7 +11,7 @@ use axum::{
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 
-use crate::gateway::{Shared, error::json_error};
+use crate::gateway::{GatewayState, error::json_error};
 
 /// LiteLLM's answer, kept so existing probes match it.
 pub(crate) async fn liveliness() -> Json<&'static str> {
@@ -37,7 +37,7 @@ pub(crate) struct StateStatus {
 
 /// 200 when at least one deployment is registered, else 503; with counts and the state backend
 /// either way (a degraded Redis backend keeps the gateway ready: routing continues on local state).
-pub(crate) async fn readiness(State(shared): State<Arc<Shared>>) -> (StatusCode, Json<Readiness>) {
+pub(crate) async fn readiness(State(shared): State<Arc<GatewayState>>) -> (StatusCode, Json<Readiness>) {
     let deployments = shared.router.registry().deployments();
     let model_groups = deployments.iter().map(|d| &d.group).collect::<HashSet<_>>().len();
     // A store that cannot answer does not make the gateway unready: routing degrades, it does not stop.
@@ -58,7 +58,7 @@ pub(crate) async fn readiness(State(shared): State<Arc<Shared>>) -> (StatusCode,
 }
 
 /// The Prometheus text exposition of every metric recorded in this process.
-pub(crate) async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+pub(crate) async fn metrics(State(shared): State<Arc<GatewayState>>) -> Response {
     let Some(handle) = &shared.prometheus else {
         return json_error(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::{Json, extract::State};
 use serde::Serialize;
 
-use crate::gateway::Shared;
+use crate::gateway::GatewayState;
 
 #[derive(Serialize)]
 pub(crate) struct ModelList {
@@ -22,7 +22,7 @@ struct Model {
 }
 
 /// Model groups, wildcard patterns and visible aliases, sorted.
-pub(crate) async fn list(State(shared): State<Arc<Shared>>) -> Json<ModelList> {
+pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Json<ModelList> {
     let data = shared
         .router
         .registry()

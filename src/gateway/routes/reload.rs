@@ -12,7 +12,7 @@ use crate::gateway::{Gateway, ReloadError, error::bad_request};
 
 /// Answers with the [`ReloadSummary`](crate::gateway::ReloadSummary), or 400 naming what is
 /// wrong with the file (nothing changed then).
-pub(crate) async fn reload(State(shared): State<Arc<crate::gateway::Shared>>) -> Response {
+pub(crate) async fn reload(State(shared): State<Arc<crate::gateway::GatewayState>>) -> Response {
     let gateway = Gateway { shared };
     match gateway.reload_from_file().await {
         Ok(summary) => Json(summary).into_response(),

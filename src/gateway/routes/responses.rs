@@ -29,27 +29,39 @@ use switchyard_services::{
 };
 use tower::ServiceExt;
 
-use crate::gateway::{Shared, error::json_error};
+use crate::gateway::{GatewayState, error::json_error};
 
 /// Headers an operation passes on (the provider forwards only its own list of them anyway).
 const PASSED: [&str; 3] = ["x-request-id", "traceparent", "tracestate"];
 
 /// `GET /v1/responses/{id}`.
-pub(crate) async fn get(State(shared): State<Arc<Shared>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+pub(crate) async fn get(
+    State(shared): State<Arc<GatewayState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     operation(&shared, id, ResponseOp::Get, &headers).await
 }
 
 /// `DELETE /v1/responses/{id}`.
-pub(crate) async fn delete(State(shared): State<Arc<Shared>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+pub(crate) async fn delete(
+    State(shared): State<Arc<GatewayState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     operation(&shared, id, ResponseOp::Delete, &headers).await
 }
 
 /// `POST /v1/responses/{id}/cancel`.
-pub(crate) async fn cancel(State(shared): State<Arc<Shared>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+pub(crate) async fn cancel(
+    State(shared): State<Arc<GatewayState>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     operation(&shared, id, ResponseOp::Cancel, &headers).await
 }
 
-async fn operation(shared: &Shared, id: String, op: ResponseOp, headers: &HeaderMap) -> Response {
+async fn operation(shared: &GatewayState, id: String, op: ResponseOp, headers: &HeaderMap) -> Response {
     let holder = shared.router.store().affinity(&conversation_key(&id)).await;
     let Some(holder) = holder else {
         let shown: String = id.chars().filter(|c| !c.is_control()).take(100).collect();
@@ -84,7 +96,7 @@ async fn operation(shared: &Shared, id: String, op: ResponseOp, headers: &Header
 /// With `general_settings.count_tokens: upstream`, a group with a deployment that has a token
 /// counter (Anthropic; Claude or a Gemini model on Vertex AI: `has_token_counter`) asks the first
 /// such deployment for the exact count instead (through the routing stack, pinned to it).
-pub(crate) async fn count_tokens(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+pub(crate) async fn count_tokens(State(shared): State<Arc<GatewayState>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let headers = parts.headers.clone();
     let fail = |err: switchyard_layers::BoxError| in_dialect(into_error_response(err), Endpoint::Messages);
@@ -104,7 +116,7 @@ pub(crate) async fn count_tokens(State(shared): State<Arc<Shared>>, req: Request
         Ok(resolved) => resolved,
         Err(e) => return fail(e.into()).map(Body::new),
     };
-    if shared.count_tokens_upstream
+    if shared.settings.load().count_tokens_upstream
         && let Some(d) = resolved.group.deployments().iter().find(|d| has_token_counter(&d.model))
     {
         let facts = RequestFacts::new().endpoint(Endpoint::CountTokens).disable_fallbacks(true);

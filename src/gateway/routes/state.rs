@@ -31,7 +31,7 @@ use tokio::{sync::broadcast::error::RecvError, time::Instant};
 
 use super::deployments::{CooldownView, StoreView};
 use crate::gateway::{
-    Shared,
+    GatewayState,
     ui::{
         Dashboard,
         feed::{FEED_CAPACITY, FeedPage},
@@ -116,9 +116,10 @@ fn share(part: f64, total: f64) -> f64 {
 }
 
 /// Every model group and its deployments, in config order.
-pub(crate) async fn state(State(shared): State<Arc<Shared>>) -> Response {
+pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
     let dashboard = &shared.dashboard;
+    let settings = shared.settings.load_full();
     let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
         Ok(view) => view,
         Err(resp) => return resp,
@@ -151,8 +152,8 @@ pub(crate) async fn state(State(shared): State<Arc<Shared>>) -> Response {
         rate_seconds: RATE_SECONDS,
         backend: router.store().backend_name(),
         degraded: router.store().is_degraded(),
-        master_key: shared.master_key.is_some(),
-        cooldown_time_seconds: shared.cooldown_time.as_secs_f64(),
+        master_key: settings.master_key.is_some(),
+        cooldown_time_seconds: settings.cooldown_time.as_secs_f64(),
         last_event_seq: dashboard.feed.last_seq(),
         groups,
     })
@@ -227,7 +228,7 @@ pub(crate) struct EventsQuery {
 }
 
 /// The feed after `after`, oldest first.
-pub(crate) async fn events(State(shared): State<Arc<Shared>>, Query(q): Query<EventsQuery>) -> Json<FeedPage> {
+pub(crate) async fn events(State(shared): State<Arc<GatewayState>>, Query(q): Query<EventsQuery>) -> Json<FeedPage> {
     let limit = q.limit.unwrap_or(FEED_CAPACITY).min(FEED_CAPACITY);
     Json(shared.dashboard.feed.page(q.after, limit))
 }
@@ -238,7 +239,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// The feed as server-sent events (`event: routing`, `id:` the `seq`, `data:` the event JSON),
 /// from now on; a subscriber that falls behind gets an `event: lagged` with how many it missed
 /// and can page the rest from `GET /router/events`.
-pub(crate) async fn stream(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+pub(crate) async fn stream(State(shared): State<Arc<GatewayState>>) -> impl IntoResponse {
     let rx = shared.dashboard.feed.subscribe();
     let stop = shared.stopping.subscribe();
     let mut tick = tokio::time::interval(SWEEP_EVERY);
@@ -272,7 +273,7 @@ pub(crate) async fn stream(State(shared): State<Arc<Shared>>) -> impl IntoRespon
 /// Wraps `POST` / `DELETE /router/deployments/{id}/cooldown`: a bench or re-admission that
 /// succeeded goes into the event feed, with the deadline and reason the store now holds.
 pub(crate) async fn record_operator(
-    State(shared): State<Arc<Shared>>,
+    State(shared): State<Arc<GatewayState>>,
     Path(id): Path<String>,
     req: Request,
     next: Next,

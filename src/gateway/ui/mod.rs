@@ -15,7 +15,10 @@
 pub(crate) mod feed;
 pub(crate) mod stats;
 
-use std::sync::Arc;
+use std::sync::{
+    Arc,
+    atomic::{AtomicU32, Ordering},
+};
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderName, HeaderValue, header};
@@ -29,18 +32,27 @@ use self::{feed::Feed, stats::Stats};
 pub(crate) struct Dashboard {
     pub(crate) stats: Stats,
     pub(crate) feed: Feed,
-    /// The router's `default_max_parallel_requests`, for deployments that set no limit.
-    pub(crate) default_max_parallel_requests: Option<u32>,
+    /// The router's `default_max_parallel_requests`, for deployments that set no limit; 0 for
+    /// none (the config refuses 0). A reload sets it.
+    default_max_parallel_requests: AtomicU32,
 }
 
 impl Dashboard {
     pub(crate) fn new(default_max_parallel_requests: Option<u32>) -> Arc<Self> {
-        Arc::new(Self { default_max_parallel_requests, ..Self::default() })
+        let dashboard = Self::default();
+        dashboard.set_default_max_parallel_requests(default_max_parallel_requests);
+        Arc::new(dashboard)
+    }
+
+    /// Follows a reload of `default_max_parallel_requests`.
+    pub(crate) fn set_default_max_parallel_requests(&self, limit: Option<u32>) {
+        self.default_max_parallel_requests.store(limit.unwrap_or(0), Ordering::Relaxed);
     }
 
     /// `d`'s parallel-request limit on this replica, if any.
     pub(crate) fn parallel_limit(&self, d: &Deployment) -> Option<u64> {
-        d.max_parallel_requests.or(self.default_max_parallel_requests).map(u64::from)
+        let default = Some(self.default_max_parallel_requests.load(Ordering::Relaxed)).filter(|n| *n > 0);
+        d.max_parallel_requests.or(default).map(u64::from)
     }
 
     /// Records a served call: its failed attempts, the serving attempt, its latency (for a

@@ -88,7 +88,7 @@ pub(super) use auth::Keys;
 use self::{converse::Converse, stream::StreamFaults};
 use super::{
     answer as common,
-    server::{RecordedRequest, Shared},
+    server::{MockState, RecordedRequest},
 };
 
 /// The event-stream media type of ConverseStream.
@@ -96,7 +96,7 @@ pub(super) const EVENT_STREAM: &str = "application/vnd.amazon.eventstream";
 
 /// `POST /model/{modelId}/converse`.
 pub(super) async fn converse(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(model): Path<String>,
     method: Method,
     uri: Uri,
@@ -109,7 +109,7 @@ pub(super) async fn converse(
 
 /// `POST /model/{modelId}/converse-stream`.
 pub(super) async fn converse_stream(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(model): Path<String>,
     method: Method,
     uri: Uri,
@@ -122,7 +122,7 @@ pub(super) async fn converse_stream(
 
 /// `POST /model/{modelId}/invoke`: the embedding models.
 pub(super) async fn invoke(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(model): Path<String>,
     method: Method,
     uri: Uri,
@@ -155,7 +155,7 @@ pub(super) async fn invoke(
 
 /// Answers one Converse or ConverseStream request as the current profile says, with the same
 /// draws as the other dialects.
-async fn serve_converse(s: &Shared, model: String, stream: bool, uri: Uri, req: RecordedRequest) -> Response {
+async fn serve_converse(s: &MockState, model: String, stream: bool, uri: Uri, req: RecordedRequest) -> Response {
     let (method, headers, body) = (req.method.clone(), req.headers.clone(), req.body.clone());
     let (profile, draws, mut rng) = s.admit(req);
     let request_id = answer::request_id(&mut rng);

@@ -67,12 +67,12 @@ use self::{
 };
 use super::{
     answer::{pause, stalled},
-    server::{RecordedRequest, Shared},
+    server::{MockState, RecordedRequest},
 };
 
 /// `POST /v2/chat`: answers as the current profile says.
 pub(super) async fn chat(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -113,7 +113,7 @@ pub(super) async fn chat(
 
 /// `POST /v2/embed`: embeddings by type, as the current profile says.
 pub(super) async fn embed(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,

@@ -80,12 +80,12 @@ use self::{
 };
 use super::{
     answer::{pause, stalled},
-    server::{RecordedRequest, Shared},
+    server::{MockState, RecordedRequest},
 };
 
 /// `POST /v1beta/models/{model}:{method}` (one path segment: the method follows the last `:`).
 pub(super) async fn models(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(model_and_method): Path<String>,
     method: Method,
     uri: Uri,
@@ -97,7 +97,7 @@ pub(super) async fn models(
 
 /// Answers one request for `{model}:{method}`; `keyed`: it must carry an API key (Vertex AI's
 /// routes, which check a bearer token instead, pass `false`).
-pub(super) async fn serve(s: &Shared, model_and_method: &str, req: RecordedRequest, keyed: bool) -> Response {
+pub(super) async fn serve(s: &MockState, model_and_method: &str, req: RecordedRequest, keyed: bool) -> Response {
     let (request_headers, request, query) = (req.headers.clone(), req.body.clone(), req.query.clone());
     let (profile, draws, mut rng) = s.admit(req);
     let read = Call::read(model_and_method, query.as_deref(), (&request_headers, keyed), &request, &profile, &mut rng);

@@ -93,12 +93,12 @@ use self::{
 use super::{
     MockHandle,
     answer::{pause, stalled},
-    server::{RecordedRequest, Shared},
+    server::{MockState, RecordedRequest},
 };
 
 /// `POST /v1/responses`: answers as the current profile says.
 pub(super) async fn create(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -151,7 +151,7 @@ pub(super) async fn create(
 
 /// `GET /v1/responses/{id}`: the kept response.
 pub(super) async fn retrieve(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(id): Path<String>,
     method: Method,
     uri: Uri,
@@ -165,7 +165,7 @@ pub(super) async fn retrieve(
 
 /// `DELETE /v1/responses/{id}`: forgets the response.
 pub(super) async fn delete(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(id): Path<String>,
     method: Method,
     uri: Uri,
@@ -179,7 +179,7 @@ pub(super) async fn delete(
 
 /// `POST /v1/responses/{id}/cancel`: a background response, `cancelled`.
 pub(super) async fn cancel(
-    State(s): State<Arc<Shared>>,
+    State(s): State<Arc<MockState>>,
     Path(id): Path<String>,
     method: Method,
     uri: Uri,
@@ -203,10 +203,10 @@ pub(super) async fn cancel(
 /// A request about response `id`: counted and recorded, paused and failed as the profile draws,
 /// then answered by `answer`, or `404` when `id` is not kept.
 async fn follow_up(
-    s: &Shared,
+    s: &MockState,
     id: &str,
     req: RecordedRequest,
-    answer: impl FnOnce(&Shared, &str) -> Option<Response>,
+    answer: impl FnOnce(&MockState, &str) -> Option<Response>,
 ) -> Response {
     let (profile, draws, _) = s.admit(req);
     let mut shutdown = s.shutdown.clone();
