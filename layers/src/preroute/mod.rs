@@ -4,7 +4,7 @@
 //! [`PreRouteLayer`] is the outermost routing layer, above the fallback layer. For a request
 //! whose [`RouteCtx`](crate::RouteCtx) asks for the layer's name, it shows the pre-router the
 //! request ([`PreRouteInput`]: the name, the facts, the conversation read from the body on
-//! demand) and, when the router returns a [`PreRouteDecision`](crate::ctx::PreRouteDecision),
+//! demand) and, when the router returns a [`PreRouteDecision`],
 //! moves the request to the chosen group with
 //! [`RouteCtx::pre_route_to`](crate::RouteCtx::pre_route_to). The layers below treat that group
 //! exactly as if the client had asked for it (its fallback table, its retries, its aliases),

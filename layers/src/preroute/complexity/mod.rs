@@ -1,5 +1,5 @@
 //! [`ComplexityRouter`]: LiteLLM's rule-based complexity router (`auto_router/complexity_router`,
-//! LiteLLM 1.100), a [`PreRouter`](super::PreRouter) that scores the newest human ask of a
+//! LiteLLM 1.100), a [`PreRouter`] that scores the newest human ask of a
 //! request over seven dimensions and sends it to the model group of its tier. No API call, no
 //! randomness: the same request always goes to the same group.
 //!

@@ -347,7 +347,7 @@ mod tests {
         assert!(keyword_matches("try again", "try"));
         assert!(keyword_matches("what's up", "what's"));
         assert!(!keyword_matches("snake_case_api", "api"), "`_` is a word character");
-        assert!(keyword_matches("api_", "api") == false);
+        assert!(!keyword_matches("api_", "api"));
         assert!(keyword_matches("(api)", "api"));
     }
 
