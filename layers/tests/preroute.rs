@@ -214,6 +214,12 @@ fn the_escalation_keyword_raises_the_tier_one_configured_step() {
     assert_eq!(d.signals.last().map(String::as_str), Some("escalation"));
     // Case-sensitive: a lower-case mention is not a request to escalate.
     assert!(!r.decide(&ask("Hello! litellm escalate")).expect("a decision").escalated);
+    // Configured keywords are trimmed and blank ones dropped (a blank one would match everything).
+    let mut own = tiers();
+    own.escalation_keywords = Some(vec!["  ".to_owned(), " PLEASE UPGRADE ".to_owned()]);
+    let own = router(own);
+    assert!(!own.decide(&ask("Hello!")).expect("a decision").escalated);
+    assert!(own.decide(&ask("Hello! PLEASE UPGRADE")).expect("a decision").escalated);
     // To the next tier that has a group; from the top, nowhere.
     let gappy = router(ComplexityRouterConfig::with_tiers([
         (Tier::Simple, "mini"),

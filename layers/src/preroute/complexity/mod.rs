@@ -158,7 +158,8 @@ impl ComplexityRouter {
             }
         };
         let escalation = match &config.escalation_keywords {
-            Some(list) => list.clone(),
+            // Trimmed, blanks dropped: a blank keyword would escalate every request.
+            Some(list) => list.iter().map(|k| py_strip(k)).filter(|k| !k.is_empty()).map(str::to_owned).collect(),
             None => keywords::ESCALATION_KEYWORDS.iter().map(|k| (*k).to_owned()).collect(),
         };
         let housekeeping = if config.route_housekeeping_to_cheapest_tier {
