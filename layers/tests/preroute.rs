@@ -259,6 +259,22 @@ fn a_tier_without_a_group_goes_to_the_default_model() {
 }
 
 #[test]
+fn a_model_list_entry_defaults_to_its_medium_group_as_litellms_router_does() {
+    let plumbing = Conversation::new().push(Role::User, "<system-reminder>x</system-reminder>");
+    let mut config = tiers();
+    config.default_model = Some("ignored".to_owned());
+    let r = ComplexityRouter::from_deployment(Some(config.clone()), None).expect("MEDIUM stands in");
+    let d = r.decide(&plumbing).expect("a decision");
+    assert_eq!((&*d.target, d.tier.as_deref()), ("mid", None), "the derived default replaces the config's own");
+    let r = ComplexityRouter::from_deployment(Some(config), Some("chosen".to_owned())).expect("a default model");
+    assert_eq!(&*r.decide(&plumbing).expect("a decision").target, "chosen");
+    let only_complex = ComplexityRouterConfig::with_tiers([(Tier::Complex, "big")]);
+    assert!(ComplexityRouter::from_deployment(Some(only_complex), None).is_err());
+    let r = ComplexityRouter::from_deployment(None, Some("gpt-4o".to_owned())).expect("the default tiers");
+    assert_eq!(r.group_for_tier(Tier::Simple), "gpt-4o-mini");
+}
+
+#[test]
 fn reminder_blocks_are_not_scored_and_the_last_real_ask_is() {
     let r = router(tiers());
     let conversation = Conversation::new()

@@ -171,6 +171,40 @@ impl ComplexityRouter {
         Ok(Self { scorer: Scorer::new(&config)?, config, rules, escalation, housekeeping, reminders })
     }
 
+    /// The router of a `model_list` entry whose model is `auto_router/complexity_router`, as
+    /// LiteLLM's `Router.init_complexity_router_deployment` builds it: `config` is the entry's
+    /// `complexity_router_config` (`None` when absent), `default_model` its
+    /// `complexity_router_default_model`. Without the latter, the default model is the config's
+    /// MEDIUM group, else its SIMPLE group, and it replaces the config's own `default_model`
+    /// (so through a `model_list` entry, `complexity_router_config.default_model` only counts
+    /// when `tiers` has neither); with neither, the entry is refused.
+    ///
+    /// ```
+    /// use switchyard_layers::preroute::complexity::{ComplexityRouter, ComplexityRouterConfig, Tier};
+    ///
+    /// let config = ComplexityRouterConfig::with_tiers([(Tier::Simple, "mini"), (Tier::Medium, "mid")]);
+    /// let router = ComplexityRouter::from_deployment(Some(config), None)?;
+    /// assert_eq!(router.config().default_model.as_deref(), Some("mid"));
+    /// assert!(ComplexityRouter::from_deployment(None, None).is_err());
+    /// # Ok::<(), switchyard_layers::preroute::complexity::ComplexityConfigError>(())
+    /// ```
+    pub fn from_deployment(
+        config: Option<ComplexityRouterConfig>,
+        default_model: Option<String>,
+    ) -> Result<Self, ComplexityConfigError> {
+        let derived = default_model.or_else(|| {
+            let tiers = &config.as_ref()?.tiers;
+            tiers.get(&Tier::Medium).or(tiers.get(&Tier::Simple)).cloned()
+        });
+        let Some(default_model) = derived else {
+            return Err(ComplexityConfigError::new(
+                "complexity_router_default_model is required for complexity-router deployments, \
+                 or configure a MEDIUM or SIMPLE tier in complexity_router_config",
+            ));
+        };
+        Self::new(config.unwrap_or_default().with_default_model(Some(default_model)))
+    }
+
     /// The settings.
     pub fn config(&self) -> &ComplexityRouterConfig {
         &self.config
