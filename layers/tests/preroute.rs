@@ -388,6 +388,10 @@ fn the_router_reads_the_conversation_from_the_request_body() {
     assert_eq!(&*d.target, "mini");
     let facts = RequestFacts::new();
     assert!(router(tiers()).route(&PreRouteInput::new("smart-router", &facts)).is_none(), "no body, no routing");
+    let embedding = RequestFacts::new()
+        .endpoint(switchyard_layers::ctx::Endpoint::Embedding)
+        .with_body(Bytes::from_static(br#"{"model":"smart-router","input":"Hello!"}"#));
+    assert!(router(tiers()).route(&PreRouteInput::new("smart-router", &embedding)).is_none(), "not a conversation");
 }
 
 // ===== the layer in a stack =====

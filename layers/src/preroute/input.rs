@@ -61,10 +61,16 @@ impl<'a> PreRouteInput<'a> {
     }
 
     /// The conversation, read from the body once: OpenAI chat `messages`, Anthropic Messages
-    /// `system` and `messages`, OpenAI Responses `instructions` and `input`. `None` when the body
-    /// is absent, is not JSON, or carries none of these.
+    /// `system` and `messages`, OpenAI Responses `instructions` and `input`. `None` for an
+    /// endpoint that is not a conversation turn (embeddings, completions), and when the body is
+    /// absent, is not JSON, or carries none of these.
     pub fn conversation(&self) -> Option<&Conversation> {
-        self.conversation.get_or_init(|| self.facts.body.as_deref().and_then(Conversation::from_json)).as_ref()
+        self.conversation
+            .get_or_init(|| {
+                let body = self.facts.body.as_deref().filter(|_| self.facts.endpoint.is_conversation())?;
+                Conversation::from_json(body)
+            })
+            .as_ref()
     }
 }
 
