@@ -174,6 +174,9 @@ impl Scorer {
     pub(super) fn classify(&self, prompt: &str) -> Classification {
         let lowered = prompt.to_lowercase();
         let mut matched = vec![false; self.substring.len()];
+        // Overlapping matches: every occurrence of every keyword, so a later whole-word occurrence
+        // counts when an earlier one sits inside a word. (The automaton is built with the standard
+        // match kind, the one that supports them.)
         for m in self.automaton.find_overlapping_iter(&lowered) {
             let p = m.pattern().as_usize();
             if !matched[p]
