@@ -253,7 +253,7 @@ impl ComplexityRouter {
         if conversation.turns().is_empty() {
             return None;
         }
-        let Some(ask) = self.reminders.current_ask(conversation) else {
+        let Some((ask, ask_is_newest)) = self.reminders.asks(conversation) else {
             // No human ask: the default model, else MEDIUM's group.
             return Some(match &self.config.default_model {
                 Some(model) => PreRouteDecision::new(model.as_str(), DEFAULT_FALLBACK),
@@ -261,9 +261,9 @@ impl ComplexityRouter {
                     .with_tier(Tier::Medium.as_str()),
             });
         };
-        let newest = self.reminders.newest_ask(conversation);
-        let escalation_keyword =
-            newest.as_deref().and_then(|n| self.escalation.iter().find(|k| n.contains(k.as_str()))).cloned();
+        // The newest user turn's ask: the current ask when that turn has one.
+        let newest = ask_is_newest.then_some(ask.as_str());
+        let escalation_keyword = newest.and_then(|n| self.escalation.iter().find(|k| n.contains(k.as_str()))).cloned();
 
         if let Some((forced, keyword)) = self.keyword_rule(&ask) {
             let tier = if escalation_keyword.is_some() { self.escalate(forced) } else { forced };
@@ -275,7 +275,6 @@ impl ComplexityRouter {
         }
 
         let housekeeping = newest
-            .as_deref()
             .and_then(|n| self.housekeeping.iter().find(|s| n.contains(s.as_str())))
             .and_then(|sentinel| Some((Tier::ALL.into_iter().find(|t| self.config.tiers.contains_key(t))?, sentinel)));
         let (classified, mut decision) = match housekeeping {

@@ -71,23 +71,19 @@ impl Reminders {
         out
     }
 
-    /// The newest user turn with a human ask, as that ask (the text the scorer reads), or
-    /// `None` when every user turn is empty once reminders are removed.
-    pub(super) fn current_ask(&self, conversation: &Conversation) -> Option<String> {
-        conversation
-            .turns()
-            .iter()
-            .rev()
-            .filter(|t| t.role == Role::User)
-            .map(|t| self.strip(&t.text))
-            .find(|ask| !ask.is_empty())
-    }
-
-    /// The human ask of the newest user turn, or `None` when that turn carries none (escalation
-    /// and housekeeping read only this turn).
-    pub(super) fn newest_ask(&self, conversation: &Conversation) -> Option<String> {
-        let turn = conversation.turns().iter().rev().find(|t| t.role == Role::User)?;
-        Some(self.strip(&turn.text)).filter(|ask| !ask.is_empty())
+    /// The current ask (the newest user turn with a human ask, as that ask: the text the scorer
+    /// reads) and whether it is the newest user turn's (escalation and housekeeping read only
+    /// that turn). `None` when every user turn is empty once reminders are removed.
+    pub(super) fn asks(&self, conversation: &Conversation) -> Option<(String, bool)> {
+        let mut newest = true;
+        for turn in conversation.turns().iter().rev().filter(|t| t.role == Role::User) {
+            let ask = self.strip(&turn.text);
+            if !ask.is_empty() {
+                return Some((ask, newest));
+            }
+            newest = false;
+        }
+        None
     }
 }
 
@@ -148,7 +144,7 @@ mod tests {
             .push(Role::Assistant, "ok")
             .push(Role::User, "<system-reminder>todo list</system-reminder>");
         let r = Reminders::default();
-        assert_eq!(r.current_ask(&c).as_deref(), Some("design a cache"));
-        assert_eq!(r.newest_ask(&c), None);
+        assert_eq!(r.asks(&c), Some(("design a cache".to_owned(), false)));
+        assert_eq!(r.asks(&c.push(Role::User, "and test it")), Some(("and test it".to_owned(), true)));
     }
 }
