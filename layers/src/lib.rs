@@ -40,6 +40,7 @@ mod future;
 pub mod logsafe;
 pub mod outcome;
 pub mod precall;
+pub mod preroute;
 mod rate_limits;
 pub mod redact;
 pub mod retry;
@@ -57,6 +58,7 @@ pub use ctx::{AttemptRecord, CallTrail, RequestFacts, ResponseId, RouteCtx, Rout
 pub use deployment::{ApiKey, Candidates, Deployment, DeploymentBuilder, DeploymentId, Group, Registry};
 pub use error::{BoxError, RouteError, RouteErrorKind};
 pub use outcome::Outcome;
+pub use preroute::{PreRouteLayer, PreRouter};
 pub use state::StateStore;
 
 /// `get_ref`, `get_mut` and `into_inner` for a service wrapping `inner: S` (tower's convention).

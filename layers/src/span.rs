@@ -3,7 +3,8 @@
 //! alike.
 //!
 //! The span is named after the OpenTelemetry GenAI conventions (`otel.name` = `chat gpt-4o`) and
-//! carries the model requested; when the answer is known it gets the group, deployment and
+//! carries the model requested (and, once a pre-router chose one, `switchyard.routed_model`, the
+//! group it chose); when the answer is known it gets the group, deployment and
 //! provider model that served, the attempts and fallback hops, and the outcome; the token usage is
 //! recorded when the body ends (for a stream, its end), and the span lasts until then. Each
 //! attempt is an `attempt` span below it (the select layer's); fallback hops and cooldowns are
@@ -123,6 +124,7 @@ fn call_span(ctx: &RouteCtx) -> Span {
         gen_ai.usage.input_tokens = field::Empty,
         gen_ai.usage.output_tokens = field::Empty,
         switchyard.stream = ctx.facts().stream,
+        switchyard.routed_model = field::Empty,
         switchyard.group = field::Empty,
         switchyard.deployment.id = field::Empty,
         switchyard.attempts = field::Empty,

@@ -17,7 +17,8 @@ use std::{
 };
 
 /// The routing layers: none may name another.
-const LAYERS: &[&str] = &["select", "precall", "cooldown", "retry", "fallback", "deadline", "span", "classify"];
+const LAYERS: &[&str] =
+    &["select", "precall", "cooldown", "retry", "fallback", "deadline", "span", "classify", "preroute"];
 
 /// The composition of the layers: may name every one.
 const COMPOSITION: &[&str] = &["stack", "lib"];

@@ -10,7 +10,7 @@ use std::{
 
 use tokio::time::Instant;
 
-use super::{AttemptRecord, RequestFacts, trail::Trail};
+use super::{AttemptRecord, PreRouteDecision, RequestFacts, trail::Trail};
 use crate::{Candidates, Deployment, DeploymentId, Group, RouteError, fallback_tables::FallbackHint};
 
 /// Shared by every clone of one request (one reference count per copy): what the caller asked
@@ -22,6 +22,7 @@ struct CallState {
     attempts: AtomicU32,
     trail: Trail,
     fallback_hint: OnceLock<FallbackHint>,
+    pre_route: OnceLock<Arc<PreRouteDecision>>,
 }
 
 impl fmt::Debug for CallState {
@@ -30,6 +31,7 @@ impl fmt::Debug for CallState {
             .field("attempts", &self.attempts)
             .field("trail", &self.trail.len())
             .field("fallback_hint", &self.fallback_hint.get().is_some())
+            .field("pre_route", &self.pre_route.get().map(|d| &d.target))
             .finish_non_exhaustive()
     }
 }
@@ -115,6 +117,7 @@ impl RouteCtx {
                 attempts: AtomicU32::new(0),
                 trail: Trail::default(),
                 fallback_hint: OnceLock::new(),
+                pre_route: OnceLock::new(),
             }),
         }
     }
@@ -201,6 +204,43 @@ impl RouteCtx {
         self.call.fallback_hint.set(hint).is_ok()
     }
 
+    /// What a pre-router decided for the call (see [`PreRouteDecision`]), shared by every copy of
+    /// the request; `None` when no pre-router chose a group.
+    pub fn pre_route(&self) -> Option<&Arc<PreRouteDecision>> {
+        self.call.pre_route.get()
+    }
+
+    /// Routes the call to the group a pre-router chose, as if the client had asked for it: the
+    /// target becomes `decision.target` (the resolved group, candidates and selection are
+    /// cleared, no hop is counted), while [`requested`](Self::requested) keeps the name the
+    /// client asked for. Once per call and only before any hop: returns whether `decision` was
+    /// kept; a later one changes nothing.
+    ///
+    /// ```
+    /// use switchyard_layers::{RouteCtx, ctx::PreRouteDecision};
+    ///
+    /// let mut ctx = RouteCtx::new("smart-router");
+    /// assert!(ctx.pre_route_to(PreRouteDecision::new("gpt-4o-mini", "heuristic_scorer")));
+    /// assert_eq!((ctx.requested(), ctx.target(), ctx.hop), ("smart-router", "gpt-4o-mini", 0));
+    /// assert!(!ctx.pre_route_to(PreRouteDecision::new("o3", "heuristic_scorer")), "once per call");
+    /// assert_eq!(ctx.pre_route().map(|d| &*d.target), Some("gpt-4o-mini"));
+    /// ```
+    pub fn pre_route_to(&mut self, decision: PreRouteDecision) -> bool {
+        if self.hop > 0 || self.call.pre_route.get().is_some() {
+            return false;
+        }
+        let target = decision.target.clone();
+        if self.call.pre_route.set(Arc::new(decision)).is_err() {
+            return false;
+        }
+        self.target = target;
+        self.group = None;
+        self.alias = None;
+        self.candidates = None;
+        self.selected = None;
+        true
+    }
+
     /// The candidates for this attempt, resolving the group first when no layer has yet.
     ///
     /// Resolution uses `registry`; the candidates are the group's unblocked deployments minus the
@@ -236,5 +276,10 @@ impl CallTrail {
     /// The attempts so far, oldest first.
     pub fn records(&self) -> Vec<AttemptRecord> {
         self.0.trail.records()
+    }
+
+    /// What a pre-router decided for the call, if one did (see [`RouteCtx::pre_route`]).
+    pub fn pre_route(&self) -> Option<&Arc<PreRouteDecision>> {
+        self.0.pre_route.get()
     }
 }

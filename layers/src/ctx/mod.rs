@@ -4,7 +4,8 @@
 //!
 //! One file per concern: `request.rs` the carrier and the copy kept to replay a request,
 //! `facts.rs` what the edge read of the request, `trail.rs` the attempts and the response facts,
-//! `context.rs` the context itself and the state every copy of one request shares.
+//! `pre_route.rs` what a pre-router decided, `context.rs` the context itself and the state every
+//! copy of one request shares.
 //!
 //! ```
 //! use bytes::Bytes;
@@ -17,11 +18,13 @@
 
 mod context;
 mod facts;
+mod pre_route;
 mod request;
 mod trail;
 
 pub use context::{CallTrail, RouteCtx};
 pub use facts::{Endpoint, RequestFacts, ResponseOp};
+pub use pre_route::{DimensionScore, PreRouteDecision};
 pub(crate) use request::Replay;
 pub use request::RouteRequest;
 pub use trail::{AttemptRecord, ResponseId, Served};

@@ -1,0 +1,70 @@
+//! The complexity pre-router's cost per request (issue 22's target: under 20 µs for a 2 KB
+//! prompt).
+//!
+//! - `complexity/classify`: the scorer alone on a prompt of about 2 KB (LiteLLM's `classify`);
+//! - `complexity/route_body`: what the layer pays per call, reading the conversation from a chat
+//!   body carrying that prompt (plus a system prompt) and deciding;
+//! - `complexity/greeting`: the same for a two-word prompt.
+//!
+//! ```text
+//! cargo bench --bench preroute -- --warm-up-time 1 --measurement-time 3
+//! ```
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use switchyard::layers::{
+    RequestFacts,
+    preroute::{
+        PreRouteInput, PreRouter,
+        complexity::{ComplexityRouter, ComplexityRouterConfig},
+    },
+};
+
+/// About 2 KB of a mixed technical ask: code and technical terms, a numbered list, questions.
+fn prompt() -> String {
+    let paragraph = "We run a distributed ingestion service written in Rust and Python that receives events over \
+        gRPC and HTTP, batches them, and writes them to a PostgreSQL database. Latency at the 99th percentile \
+        went from 40 ms to 900 ms after the last deploy. 1. Look at the async runtime and the connection pool. \
+        2. Check whether the new schema migration added an index. Could it be the memory allocator? Or the GC \
+        in the Python workers? ";
+    let mut out = String::new();
+    while out.len() < 2048 {
+        out.push_str(paragraph);
+    }
+    out.truncate(2048);
+    out
+}
+
+fn chat_body(prompt: &str) -> Bytes {
+    serde_json::json!({
+        "model": "smart-router",
+        "messages": [
+            {"role": "system", "content": "You are a senior engineer. Answer precisely."},
+            {"role": "user", "content": prompt},
+        ],
+    })
+    .to_string()
+    .into()
+}
+
+fn bench(c: &mut Criterion) {
+    let router = ComplexityRouter::new(ComplexityRouterConfig::default()).expect("the default config");
+    let prompt = prompt();
+    let mut group = c.benchmark_group("complexity");
+    group.throughput(Throughput::Bytes(prompt.len() as u64));
+    group.bench_function("classify", |b| b.iter(|| black_box(router.classify(black_box(&prompt)))));
+    let facts = RequestFacts::new().with_body(chat_body(&prompt));
+    group.bench_function("route_body", |b| {
+        b.iter(|| black_box(router.route(&PreRouteInput::new("smart-router", black_box(&facts)))))
+    });
+    let greeting = RequestFacts::new().with_body(chat_body("Hello there!"));
+    group.bench_function("greeting", |b| {
+        b.iter(|| black_box(router.route(&PreRouteInput::new("smart-router", black_box(&greeting)))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
