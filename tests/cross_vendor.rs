@@ -191,8 +191,7 @@ router_settings: {{ num_retries: 3, allowed_fails: 0, routing_strategy: simple-s
     }
     // Weighted to be picked first, then benched after its first 529: tried exactly once.
     assert_eq!(overloaded.requests(), 1, "requests to the overloaded one");
-    let cooling: Vec<String> =
-        router.cooldowns().await.expect("cooldowns").into_iter().map(|c| c.deployment.to_string()).collect();
+    let cooling: Vec<String> = router.cooldowns().await.into_iter().map(|c| c.deployment.to_string()).collect();
     assert_eq!(cooling, ["claude-a"]);
 }
 

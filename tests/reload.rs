@@ -135,7 +135,7 @@ async fn a_reload_changes_the_cooldown_rules() {
     let router =
         router(&format!("{ONE_BAD}router_settings: {{ num_retries: 1, disable_cooldowns: true }}\n"), one_bad());
     served_by(&router, "g", 10).await;
-    assert!(router.cooldowns().await.expect("listed").is_empty(), "cooldowns disabled");
+    assert!(router.cooldowns().await.is_empty(), "cooldowns disabled");
 
     // The failure counts live in the store and carry over: a generous policy keeps `bad` serving.
     reload(
@@ -146,18 +146,18 @@ async fn a_reload_changes_the_cooldown_rules() {
         ),
     );
     served_by(&router, "g", 10).await;
-    assert!(router.cooldowns().await.expect("listed").is_empty(), "1000 fails allowed per minute");
+    assert!(router.cooldowns().await.is_empty(), "1000 fails allowed per minute");
 
     reload(&router, &format!("{ONE_BAD}router_settings: {{ num_retries: 1, allowed_fails: 0, cooldown_time: 60 }}\n"));
     served_by(&router, "g", 10).await;
-    let cooling = router.cooldowns().await.expect("listed");
+    let cooling = router.cooldowns().await;
     assert!(
         cooling.iter().any(|c| c.deployment.as_str() == "bad" && matches!(c.state, CooldownState::CoolingDown(_))),
         "{cooling:?}"
     );
     // `cooldown_time: 60`: still benched after 30 s.
     tokio::time::sleep(Duration::from_secs(30)).await;
-    let cooling = router.cooldowns().await.expect("listed");
+    let cooling = router.cooldowns().await;
     assert!(cooling.iter().any(|c| c.deployment.as_str() == "bad"), "{cooling:?}");
 }
 

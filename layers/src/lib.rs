@@ -61,12 +61,13 @@ pub use outcome::Outcome;
 pub use preroute::{PreRouteLayer, PreRouter};
 pub use state::StateStore;
 
-/// `get_ref`, `get_mut` and `into_inner` for a service wrapping `inner: S` (tower's convention).
+/// `get_ref`, `get_mut` and `into_inner` for a service wrapping `inner: S` (tower's convention);
+/// generic parameters after `S` are named after the service (`inner_accessors!(PreRoute, P)`).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! inner_accessors {
-    ($service:ident) => {
-        impl<S> $service<S> {
+    ($service:ident $(, $param:ident)*) => {
+        impl<S $(, $param)*> $service<S $(, $param)*> {
             /// The inner service.
             pub fn get_ref(&self) -> &S {
                 &self.inner

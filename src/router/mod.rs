@@ -372,7 +372,7 @@ impl Router {
     }
 
     /// Every deployment cooling down or half-open: deployment, group, deadline, status and reason.
-    pub async fn cooldowns(&self) -> Result<Vec<CooldownEntry>, StoreError> {
+    pub async fn cooldowns(&self) -> Vec<CooldownEntry> {
         let cooldown = self.live.stack.load().cooldown.clone();
         cooldown.list().await
     }

@@ -3,7 +3,7 @@ use std::{fmt, sync::Arc};
 use tower_layer::Layer;
 
 use super::{Cooldown, CooldownConfig, CooldownEntry};
-use crate::{Registry, StateStore, state::StoreError};
+use crate::{Registry, StateStore};
 
 /// Applies [`Cooldown`]; see the [module docs](super).
 #[derive(Clone)]
@@ -27,14 +27,14 @@ impl CooldownLayer {
 
     /// Every deployment cooling down or half-open, with its group: the cooldown state operators
     /// want to see (soonest deadline first).
-    pub async fn list(&self) -> Result<Vec<CooldownEntry>, StoreError> {
+    pub async fn list(&self) -> Vec<CooldownEntry> {
         list(&self.registry, &self.store).await
     }
 }
 
 /// Every deployment cooling down or half-open in `store`, with its group from `registry`.
-pub async fn list(registry: &Registry, store: &StateStore) -> Result<Vec<CooldownEntry>, StoreError> {
-    Ok(store
+pub async fn list(registry: &Registry, store: &StateStore) -> Vec<CooldownEntry> {
+    store
         .all_cooldowns()
         .await
         .into_iter()
@@ -43,7 +43,7 @@ pub async fn list(registry: &Registry, store: &StateStore) -> Result<Vec<Cooldow
             deployment,
             state,
         })
-        .collect())
+        .collect()
 }
 
 impl<S> Layer<S> for CooldownLayer {

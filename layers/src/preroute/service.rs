@@ -24,22 +24,7 @@ pub struct PreRoute<S, P> {
     pub(super) shared: Arc<Shared<P>>,
 }
 
-impl<S, P> PreRoute<S, P> {
-    /// The inner service.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
-    /// The inner service, mutably.
-    pub fn get_mut(&mut self) -> &mut S {
-        &mut self.inner
-    }
-
-    /// Unwraps the inner service.
-    pub fn into_inner(self) -> S {
-        self.inner
-    }
-}
+crate::inner_accessors!(PreRoute, P);
 
 impl<S: Clone, P> Clone for PreRoute<S, P> {
     fn clone(&self) -> Self {

@@ -114,34 +114,21 @@ pub(crate) struct StoreView {
 }
 
 impl StoreView {
-    pub(crate) async fn read(shared: &GatewayState) -> Result<Self, Response> {
+    pub(crate) async fn read(shared: &GatewayState) -> Self {
         let router = &shared.router;
         let deployments = router.registry().deployments();
         let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
-        let cooldowns = match router.cooldowns().await {
-            Ok(c) => c,
-            Err(e) => {
-                return Err(json_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "server_error",
-                    "state_unavailable",
-                    e.to_string(),
-                ));
-            }
-        };
+        let cooldowns = router.cooldowns().await;
         let usage = router.store().usage(&ids).await;
         let cooldowns = cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
-        Ok(Self { deployments, cooldowns, usage })
+        Self { deployments, cooldowns, usage }
     }
 }
 
 /// Every registered deployment, in config order.
 pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
-    let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
-        Ok(view) => view,
-        Err(resp) => return resp,
-    };
+    let StoreView { deployments, cooldowns, usage } = StoreView::read(&shared).await;
     let now = Instant::now();
     let local = router.store().local();
     let rows = deployments

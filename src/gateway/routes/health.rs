@@ -23,7 +23,7 @@ pub(crate) struct Readiness {
     status: &'static str,
     deployments: usize,
     model_groups: usize,
-    cooling_down: Option<usize>,
+    cooling_down: usize,
     state: StateStatus,
 }
 
@@ -40,8 +40,7 @@ pub(crate) struct StateStatus {
 pub(crate) async fn readiness(State(shared): State<Arc<GatewayState>>) -> (StatusCode, Json<Readiness>) {
     let deployments = shared.router.registry().deployments();
     let model_groups = deployments.iter().map(|d| &d.group).collect::<HashSet<_>>().len();
-    // A store that cannot answer does not make the gateway unready: routing degrades, it does not stop.
-    let cooling_down = shared.router.cooldowns().await.ok().map(|list| list.len());
+    let cooling_down = shared.router.cooldowns().await.len();
     let ready = !deployments.is_empty();
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let body = Readiness {

@@ -120,10 +120,7 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
     let dashboard = &shared.dashboard;
     let settings = shared.settings.load_full();
-    let StoreView { deployments, cooldowns, usage } = match StoreView::read(&shared).await {
-        Ok(view) => view,
-        Err(resp) => return resp,
-    };
+    let StoreView { deployments, cooldowns, usage } = StoreView::read(&shared).await;
     dashboard.stats.retain(|id| router.registry().deployment(id).is_some());
     dashboard.feed.sweep();
 
