@@ -17,7 +17,7 @@ use switchyard_layers::{
     retry::RetryConfig,
     stack::RoutingStack,
     state::{
-        Admission, Bookkeeping, Cooldown, CooldownState, Growth, LatencyConfig, Limits, MemoryBackend, OutcomeCounts,
+        Admission, Bench, Bookkeeping, Cooldown, CooldownState, LatencyConfig, Limits, MemoryBackend, OutcomeCounts,
         SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
     },
 };
@@ -63,16 +63,9 @@ impl StoreBackend for Counting {
         self.inner.all_cooldowns()
     }
 
-    fn bench<'a>(
-        &'a self,
-        id: &'a DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> StoreFuture<'a, Cooldown> {
+    fn bench<'a>(&'a self, id: &'a DeploymentId, bench: Bench) -> StoreFuture<'a, Cooldown> {
         self.count("bench");
-        self.inner.bench(id, base, reason, status, growth)
+        self.inner.bench(id, bench)
     }
 
     fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {

@@ -12,7 +12,6 @@
 use std::{
     fmt,
     pin::Pin,
-    sync::Arc,
     task::{Context, Poll},
     time::Duration,
 };
@@ -20,7 +19,7 @@ use std::{
 use futures_util::future::BoxFuture;
 
 use super::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
+    Admission, Bench, Cooldown, CooldownState, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
 };
 use crate::DeploymentId;
 
@@ -154,7 +153,7 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 /// use switchyard_layers::{
 ///     DeploymentId, StateStore,
 ///     state::{
-///         Admission, Bookkeeping, Cooldown, CooldownState, Growth, LatencyConfig, Limits, MemoryBackend,
+///         Admission, Bench, Bookkeeping, Cooldown, CooldownState, Growth, LatencyConfig, Limits, MemoryBackend,
 ///         OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
 ///     },
 /// };
@@ -176,11 +175,8 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 ///         self.inner.cooldown_states(ids)
 ///     }
 ///     fn all_cooldowns(&self) -> StoreFuture<'_, Vec<(DeploymentId, CooldownState)>> { self.inner.all_cooldowns() }
-///     fn bench<'a>(
-///         &'a self, id: &'a DeploymentId, base: Duration, reason: std::sync::Arc<str>, status: Option<u16>,
-///         growth: Option<Growth>,
-///     ) -> StoreFuture<'a, Cooldown> {
-///         self.inner.bench(id, base, reason, status, growth)
+///     fn bench<'a>(&'a self, id: &'a DeploymentId, bench: Bench) -> StoreFuture<'a, Cooldown> {
+///         self.inner.bench(id, bench)
 ///     }
 ///     fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
 ///         self.inner.claim_probe(id, hold)
@@ -259,14 +255,7 @@ pub trait StoreBackend: fmt::Debug + Send + Sync + 'static {
 
     /// Benches `id` for `base` (with `growth`: `base × factor^strikes`, capped, then half-open);
     /// re-cooling extends, never shortens. The cooldown now in force.
-    fn bench<'a>(
-        &'a self,
-        id: &'a DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> StoreFuture<'a, Cooldown>;
+    fn bench<'a>(&'a self, id: &'a DeploymentId, bench: Bench) -> StoreFuture<'a, Cooldown>;
 
     /// Claims the single probe of a half-open deployment for `hold`; whether this caller got it.
     fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool>;

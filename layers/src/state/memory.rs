@@ -14,7 +14,7 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Bookkeeping, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState,
+    Admission, Bench, Bookkeeping, Cooldown, CooldownState, Limits, OutcomeCounts, Reservation, SpendState,
     StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
     window::{Counts, SlidingWindow},
 };
@@ -23,13 +23,13 @@ use crate::DeploymentId;
 /// A deployment's cooldown record. With half-open recovery the record outlives its deadline: the
 /// deployment then waits for one successful probe.
 #[derive(Debug)]
-struct Bench {
+struct BenchRecord {
     cooldown: Cooldown,
     half_open: bool,
     probe_until: Option<Instant>,
 }
 
-impl Bench {
+impl BenchRecord {
     fn state(&self, now: Instant) -> CooldownState {
         if self.cooldown.until > now {
             CooldownState::CoolingDown(self.cooldown.clone())
@@ -62,7 +62,7 @@ struct Sticky {
 pub(crate) struct MemoryState {
     base: Instant,
     config: StoreConfig,
-    benches: super::IdMap<Bench>,
+    benches: super::IdMap<BenchRecord>,
     /// How many records `benches` holds, kept beside it: the per-attempt "anything benched?"
     /// check is one load instead of a read lock on every shard (which cores contend on).
     benched: std::sync::atomic::AtomicUsize,
@@ -123,7 +123,7 @@ impl MemoryState {
         half_open: bool,
         probe_until: Option<Instant>,
     ) {
-        if self.benches.insert(id.clone(), Bench { cooldown, half_open, probe_until }).is_none() {
+        if self.benches.insert(id.clone(), BenchRecord { cooldown, half_open, probe_until }).is_none() {
             self.benched.fetch_add(1, Relaxed);
             self.records_changed();
         }
@@ -203,20 +203,14 @@ impl MemoryState {
         all
     }
 
-    pub(crate) fn bench(
-        &self,
-        id: &DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> Cooldown {
+    pub(crate) fn bench(&self, id: &DeploymentId, bench: Bench) -> Cooldown {
+        let Bench { base, reason, status, growth } = bench;
         let now = Instant::now();
         let mut added = false;
         let mut entry = self.benches.entry(id.clone()).or_insert_with(|| {
             self.benched.fetch_add(1, Relaxed);
             added = true;
-            Bench {
+            BenchRecord {
                 cooldown: Cooldown { until: now, reason: reason.clone(), status, strikes: 0 },
                 half_open: false,
                 probe_until: None,
@@ -476,15 +470,8 @@ impl StoreBackend for MemoryBackend {
         StoreFuture::ready(self.0.all_cooldowns())
     }
 
-    fn bench<'a>(
-        &'a self,
-        id: &'a DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> StoreFuture<'a, Cooldown> {
-        StoreFuture::ready(self.0.bench(id, base, reason, status, growth))
+    fn bench<'a>(&'a self, id: &'a DeploymentId, bench: Bench) -> StoreFuture<'a, Cooldown> {
+        StoreFuture::ready(self.0.bench(id, bench))
     }
 
     fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {

@@ -42,7 +42,8 @@ pub use memory::MemoryBackend;
 #[cfg(feature = "redis")]
 pub use redis::{RedisConfig, RedisStats, Topology};
 pub use types::{
-    Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
+    Admission, Bench, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError,
+    WindowUsage,
 };
 
 use crate::DeploymentId;
@@ -259,7 +260,7 @@ impl StateStore {
         status: Option<u16>,
         growth: Option<Growth>,
     ) -> StoreFuture<'a, Cooldown> {
-        self.backend.bench(id, base, reason, status, growth)
+        self.backend.bench(id, Bench::new(base, reason, status, growth))
     }
 
     /// Claims the single probe of a half-open deployment for `hold` (after which an unreleased

@@ -48,6 +48,29 @@ pub enum CooldownState {
     },
 }
 
+/// What benching a deployment asks for ([`StoreBackend::bench`](super::StoreBackend::bench)):
+/// the base cooldown, the reason and upstream status shown in listings, and how a repeated
+/// cooldown grows under half-open recovery (`None`: a fixed cooldown, no half-open state).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Bench {
+    /// The cooldown before growth.
+    pub base: Duration,
+    /// Why, as listings show it.
+    pub reason: Arc<str>,
+    /// The upstream status that caused it, if any.
+    pub status: Option<u16>,
+    /// Growth under half-open recovery.
+    pub growth: Option<Growth>,
+}
+
+impl Bench {
+    /// A bench order.
+    pub fn new(base: Duration, reason: Arc<str>, status: Option<u16>, growth: Option<Growth>) -> Self {
+        Self { base, reason, status, growth }
+    }
+}
+
 /// How a repeated cooldown grows under half-open recovery: `base × factor^strikes`, capped.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]

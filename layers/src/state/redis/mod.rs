@@ -52,7 +52,7 @@ use conn::{AsConn, Counters, Handles};
 use keys::Keys;
 
 use super::{
-    Admission, Bookkeeping, Cooldown, CooldownState, Growth, IdMap, Limits, OutcomeCounts, SpendState, StoreBackend,
+    Admission, Bench, Bookkeeping, Cooldown, CooldownState, IdMap, Limits, OutcomeCounts, SpendState, StoreBackend,
     StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
 };
 use crate::DeploymentId;
@@ -288,15 +288,8 @@ impl StoreBackend for RedisBackend {
         StoreFuture::ready(self.replica.local.all_cooldowns())
     }
 
-    fn bench<'a>(
-        &'a self,
-        id: &'a DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> StoreFuture<'a, Cooldown> {
-        StoreFuture::pending(self.bench(id, base, reason, status, growth))
+    fn bench<'a>(&'a self, id: &'a DeploymentId, bench: Bench) -> StoreFuture<'a, Cooldown> {
+        StoreFuture::pending(self.bench(id, bench))
     }
 
     fn claim_probe<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {

@@ -2,10 +2,7 @@
 //! answered from this replica's state when Redis does not answer. Cooldown changes are applied to
 //! the mirror from the script's own answer.
 
-use std::{
-    sync::{Arc, atomic::Ordering::Relaxed},
-    time::Duration,
-};
+use std::{sync::atomic::Ordering::Relaxed, time::Duration};
 
 use redis::ScriptInvocation;
 use tokio::time::Instant;
@@ -15,18 +12,12 @@ use super::{
 };
 use crate::{
     DeploymentId,
-    state::{Admission, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, WindowUsage},
+    state::{Admission, Bench, Cooldown, CooldownState, Limits, OutcomeCounts, Reservation, WindowUsage},
 };
 
 impl RedisBackend {
-    pub(super) async fn bench(
-        &self,
-        id: &DeploymentId,
-        base: Duration,
-        reason: Arc<str>,
-        status: Option<u16>,
-        growth: Option<Growth>,
-    ) -> Cooldown {
+    pub(super) async fn bench(&self, id: &DeploymentId, bench: Bench) -> Cooldown {
+        let Bench { base, reason, status, growth } = bench;
         let s = &self.replica;
         s.remember(std::slice::from_ref(id));
         if let Some(mut h) = s.request_handle() {
@@ -47,7 +38,7 @@ impl RedisBackend {
         }
         s.offline_clears.remove(id);
         s.offline.insert(id.clone(), ());
-        s.local.bench(id, base, reason, status, growth)
+        s.local.bench(id, Bench::new(base, reason, status, growth))
     }
 
     pub(super) async fn claim_probe(&self, id: &DeploymentId, hold: Duration) -> bool {
