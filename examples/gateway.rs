@@ -102,10 +102,10 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let config = Config::from_path(&args.config)?;
     let mut provider_config = ProviderConfig::default();
-    if let Some(t) = config.settings.timeout {
+    if let Some(t) = config.timeout {
         provider_config = provider_config.timeout(t);
     }
-    if let Some(t) = config.settings.stream_timeout {
+    if let Some(t) = config.stream_timeout {
         provider_config = provider_config.stream_timeout(t);
     }
     let provider = HttpProvider::new(provider_config)?;

@@ -146,20 +146,23 @@ fn full_litellm_config_loads_strategy_aliases_fallbacks_and_settings() {
     assert_eq!(f.content_policy.get("claude-sonnet"), Some(&vec!["gpt-4o".to_owned()]));
     assert_eq!(f.max_fallbacks, 3);
 
-    let s = &c.settings;
-    assert_eq!(s.num_retries, 3);
-    assert_eq!(s.timeout, Some(Duration::from_secs(60)));
-    assert_eq!(s.stream_timeout, None);
-    assert_eq!(s.retry_after, Duration::from_secs(1));
-    assert_eq!(s.allowed_fails, Some(2));
-    assert_eq!(s.cooldown_time, Duration::from_secs(10));
-    assert!(s.enable_pre_call_checks);
-    assert!(!s.enable_tag_filtering && !s.disable_cooldowns);
-    let afp = s.allowed_fails_policy.as_ref().expect("allowed_fails_policy");
-    assert_eq!(afp.get("RateLimitErrorAllowedFails"), Some(&5));
-    let rp = s.retry_policy.as_ref().expect("retry_policy");
-    assert_eq!((rp.get("RateLimitErrorRetries"), rp.get("AuthenticationErrorRetries")), (Some(&4), Some(&0)));
-    let redis = s.redis.as_ref().expect("redis");
+    assert_eq!(c.retry.num_retries, 3);
+    assert_eq!(c.timeout, Some(Duration::from_secs(60)));
+    assert_eq!(c.stream_timeout, None);
+    assert_eq!(c.retry.retry_after, Duration::from_secs(1));
+    assert_eq!(c.cooldown.allowed_fails, Some(2));
+    assert_eq!(c.cooldown.cooldown_time, Duration::from_secs(10));
+    assert!(c.precall.context_window && c.precall.region && c.precall.params, "enable_pre_call_checks");
+    assert!(!c.precall.tags && !c.cooldown.disabled);
+    let afp = c.cooldown.allowed_fails_policy.as_ref().expect("allowed_fails_policy");
+    assert_eq!(afp.rate_limit, Some(5), "RateLimitErrorAllowedFails");
+    let rp = c.retry.retry_policy.as_ref().expect("retry_policy");
+    assert_eq!(
+        (rp.rate_limit, rp.authentication),
+        (Some(4), Some(0)),
+        "RateLimitErrorRetries, AuthenticationErrorRetries"
+    );
+    let redis = c.redis.as_ref().expect("redis");
     assert_eq!(redis.host.as_deref(), Some("cache.internal"));
     assert_eq!(redis.port, Some(6380), "environment_variables wins over the process environment");
     assert_eq!(redis.password.as_ref().map(|p| p.expose()), Some("redis-SECRET-pw"));
@@ -462,19 +465,19 @@ litellm_settings: { num_retries: 4, allowed_fails: 7, request_timeout: 90, coold
     )
     .expect("loads");
     assert_eq!(c.aliases, [Alias::new("x", "y", false)], "`y` is a name, not YAML 1.1 `true`");
-    assert_eq!(c.settings.num_retries, 1);
-    assert_eq!(c.settings.cooldown_time, Duration::ZERO, "0 is kept, not turned into 5 s");
-    assert_eq!(c.settings.allowed_fails, Some(7));
-    assert_eq!(c.settings.timeout, Some(Duration::from_secs(90)));
+    assert_eq!(c.retry.num_retries, 1);
+    assert_eq!(c.cooldown.cooldown_time, Duration::ZERO, "0 is kept, not turned into 5 s");
+    assert_eq!(c.cooldown.allowed_fails, Some(7));
+    assert_eq!(c.timeout, Some(Duration::from_secs(90)));
     assert!(c.warnings.iter().any(|w| w.contains("litellm_settings.num_retries")), "{:#?}", c.warnings);
 }
 
 #[test]
 fn defaults_are_litellm_defaults() {
     let c = load("model_list: []").expect("loads");
-    assert_eq!(c.settings.num_retries, 2);
-    assert_eq!(c.settings.cooldown_time, Duration::from_secs(5));
-    assert_eq!(c.settings.allowed_fails, None);
+    assert_eq!(c.retry.num_retries, 2);
+    assert_eq!(c.cooldown.cooldown_time, Duration::from_secs(5));
+    assert_eq!(c.cooldown.allowed_fails, None);
     assert_eq!(c.fallbacks.max_fallbacks, 5);
     assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
     assert!(c.warnings.is_empty());
@@ -748,15 +751,15 @@ fn pre_call_settings_read_tag_matching_parallel_default_and_slot_wait() {
         models(&[("gpt-4o", "openai/gpt-4o")])
     ))
     .expect("loads");
-    let s = &c.settings;
-    assert!(s.enable_tag_filtering && !s.tag_filtering_match_any);
-    assert_eq!(s.default_max_parallel_requests, Some(8));
-    assert_eq!(s.wait_for_parallel_slot, Some(Duration::from_millis(2500)));
+    let p = &c.precall;
+    assert!(p.tags && !p.tag_match_any);
+    assert_eq!(p.default_max_parallel_requests, Some(8));
+    assert_eq!(p.wait_for_parallel_slot, Some(Duration::from_millis(2500)));
     assert!(!c.warnings.iter().any(|w| w.contains("tag_filtering_match_any")), "{:#?}", c.warnings);
 
     let defaults = load(&models(&[("gpt-4o", "openai/gpt-4o")])).expect("loads");
-    assert!(defaults.settings.tag_filtering_match_any, "LiteLLM's default: match any");
-    assert_eq!(defaults.settings.wait_for_parallel_slot, None);
+    assert!(defaults.precall.tag_match_any, "LiteLLM's default: match any");
+    assert_eq!(defaults.precall.wait_for_parallel_slot, None);
 }
 
 #[test]
@@ -815,7 +818,7 @@ fn provider_budget_config_reads_litellm_and_alternate_names() {
         models(&[("g", "openai/x")])
     ))
     .expect("loads");
-    let b = &c.settings.budgets;
+    let b = &c.precall.budgets;
     let openai = b.provider_budget("openai").expect("openai budget");
     assert_eq!((openai.limit, openai.period), (100.0, Duration::from_secs(86_400)));
     let azure = b.provider_budget("azure").expect("azure budget");
@@ -848,17 +851,17 @@ fn bad_provider_budgets_are_rejected_naming_the_path() {
 #[test]
 fn deployment_affinity_is_off_by_default_and_read_in_both_spellings() {
     let m = models(&[("g", "openai/x")]);
-    assert_eq!(load(&m).expect("loads").settings.affinity, None);
+    assert_eq!(load(&m).expect("loads").precall.affinity, None);
 
     let c = load(&format!("{m}router_settings: {{ deployment_affinity: {{ ttl: 600, api_key: true }} }}\n"))
         .expect("loads");
-    let a = c.settings.affinity.expect("on");
+    let a = c.precall.affinity.expect("on");
     assert_eq!((a.ttl, a.by_session, a.by_api_key), (Duration::from_secs(600), true, true));
 
     let c = load(&format!("{m}router_settings: {{ deployment_affinity: true }}\n")).expect("loads");
-    assert_eq!(c.settings.affinity.map(|a| (a.ttl.as_secs(), a.by_session, a.by_api_key)), Some((3600, true, false)));
+    assert_eq!(c.precall.affinity.map(|a| (a.ttl.as_secs(), a.by_session, a.by_api_key)), Some((3600, true, false)));
     assert_eq!(
-        load(&format!("{m}router_settings: {{ deployment_affinity: false }}\n")).expect("loads").settings.affinity,
+        load(&format!("{m}router_settings: {{ deployment_affinity: false }}\n")).expect("loads").precall.affinity,
         None
     );
 
@@ -868,7 +871,7 @@ fn deployment_affinity_is_off_by_default_and_read_in_both_spellings() {
          deployment_affinity_ttl_seconds: 120 }}\n"
     ))
     .expect("loads");
-    let a = c.settings.affinity.expect("on");
+    let a = c.precall.affinity.expect("on");
     assert_eq!((a.ttl, a.by_session, a.by_api_key), (Duration::from_secs(120), true, false));
     assert!(c.warnings.iter().any(|w| w.contains("optional_pre_call_checks.prompt_caching")), "{:#?}", c.warnings);
 }
@@ -899,7 +902,7 @@ fn every_redis_key_parses() {
 ",
     )
     .expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert_eq!(r.url.as_deref(), Some("redis://:url-pw@cache:6380/2"));
     assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("pw"));
     assert_eq!(r.namespace.as_deref(), Some("prod-gateway"));
@@ -921,7 +924,7 @@ fn every_redis_key_parses() {
 ",
     )
     .expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert_eq!(
         r.startup_nodes,
         ["redis://node-a:7000", "redis://node-b:7001", "redis://node-c:6379", "redis://:pw@node-d:7003"]
@@ -951,20 +954,20 @@ fn every_redis_key_parses() {
         &env,
     )
     .expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert_eq!(r.startup_nodes, ["rediss://node-env:7100"]);
     assert_eq!(r.namespace.as_deref(), Some("from-env"));
     assert!(r.ssl && r.budgets_fail_closed);
     assert_eq!(r.response_timeout, Some(Duration::from_secs(3)));
 
-    assert!(load("router_settings: { num_retries: 1 }").expect("loads").settings.redis.is_none());
+    assert!(load("router_settings: { num_retries: 1 }").expect("loads").redis.is_none());
 }
 
 #[test]
 fn redis_url_wins_over_host_and_port_which_are_warned_about() {
     let c = load("router_settings: { redis_url: 'redis://cache:6379', redis_host: other, redis_port: 7000 }")
         .expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert_eq!(r.url.as_deref(), Some("redis://cache:6379"));
     for key in ["redis_host", "redis_port"] {
         let expected = format!("`router_settings.{key}` is ignored: `router_settings.redis_url` is set and wins");
@@ -976,7 +979,7 @@ fn redis_url_wins_over_host_and_port_which_are_warned_about() {
 fn redis_startup_nodes_mean_a_cluster_and_win_over_host_and_port() {
     let c =
         load("router_settings: { redis_startup_nodes: [{ host: a, port: 7000 }], redis_host: other }").expect("loads");
-    assert_eq!(c.settings.redis.as_ref().expect("redis").startup_nodes, ["redis://a:7000"]);
+    assert_eq!(c.redis.as_ref().expect("redis").startup_nodes, ["redis://a:7000"]);
     assert!(
         c.warnings.iter().any(|w| w.contains("`router_settings.redis_host` is ignored")
             && w.contains("`router_settings.redis_startup_nodes` is set and wins")),
@@ -1002,12 +1005,12 @@ fn redis_startup_nodes_mean_a_cluster_and_win_over_host_and_port() {
 fn redis_ssl_selects_rediss_for_urls_built_from_parts_and_a_port_defaults_to_6379() {
     let c = load("router_settings: { redis_host: cache, redis_ssl: true, redis_startup_nodes: [{ host: '::1' }] }")
         .expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert!(r.ssl);
     assert_eq!(r.startup_nodes, ["rediss://[::1]:6379"]);
 
     let c = load("router_settings: { redis_host: cache }").expect("loads");
-    let r = c.settings.redis.as_ref().expect("redis");
+    let r = c.redis.as_ref().expect("redis");
     assert_eq!((r.host.as_deref(), r.port, r.ssl), (Some("cache"), None, false));
 
     // `redis_ssl` does not rewrite a URL the config spells out: a redis:// URL with it is refused.
@@ -1112,7 +1115,7 @@ fn config_debug_never_shows_a_redis_password_wherever_it_is_written() {
         let debug = format!("{c:?}");
         assert!(!debug.contains("hunter2"), "{debug}");
         assert!(debug.contains("RedisSettings"), "{debug}");
-        let debug = format!("{:#?}", c.settings.redis);
+        let debug = format!("{:#?}", c.redis);
         assert!(!debug.contains("hunter2"), "{debug}");
     }
     let c = load("router_settings: { redis_startup_nodes: ['redis://:hunter2@a:7000'] }").expect("loads");
@@ -1130,7 +1133,7 @@ mod redis_backend {
 
     fn redis_config(settings: &str) -> RedisConfig {
         let c = load(&format!("router_settings: {settings}")).expect("loads");
-        c.settings.redis.as_ref().expect("redis").to_redis_config().expect("a backend config")
+        c.redis.as_ref().expect("redis").to_redis_config().expect("a backend config")
     }
 
     #[test]
@@ -1183,7 +1186,7 @@ mod redis_backend {
         assert_eq!(r.ca_cert_pem.as_deref(), Some(&b"-----BEGIN CERTIFICATE-----\n"[..]));
 
         let c = load("router_settings: { redis_host: cache, redis_ssl_ca_certs: /no/such/ca.pem }").expect("loads");
-        let err = c.settings.redis.as_ref().expect("redis").to_redis_config().expect_err("unreadable");
+        let err = c.redis.as_ref().expect("redis").to_redis_config().expect_err("unreadable");
         assert_eq!(err.path(), "router_settings.redis_ssl_ca_certs", "{err}");
         assert!(err.to_string().contains("/no/such/ca.pem"), "{err}");
         let _ = std::fs::remove_dir_all(dir);
@@ -1192,17 +1195,17 @@ mod redis_backend {
     #[test]
     fn to_redis_config_checks_settings_built_in_code_naming_the_key() {
         let c = load("router_settings: { redis_host: cache }").expect("loads");
-        let mut settings = c.settings.redis.clone().expect("redis");
+        let mut settings = c.redis.clone().expect("redis");
         settings.namespace = Some("{tag}".to_owned());
         let err = settings.to_redis_config().expect_err("braces");
         assert_eq!(err.path(), "router_settings.redis_namespace", "{err}");
 
-        let mut settings = c.settings.redis.clone().expect("redis");
+        let mut settings = c.redis.clone().expect("redis");
         settings.response_timeout = Some(Duration::ZERO);
         let err = settings.to_redis_config().expect_err("zero timeout");
         assert_eq!(err.path(), "router_settings.redis_response_timeout", "{err}");
 
-        let mut settings = c.settings.redis.clone().expect("redis");
+        let mut settings = c.redis.clone().expect("redis");
         settings.host = None;
         let err = settings.to_redis_config().expect_err("no server");
         assert_eq!(err.path(), "router_settings.redis_url", "{err}");
@@ -1278,7 +1281,7 @@ general_settings: { master_key: 5566778899001122 }
     assert_eq!(a.params.get("extra_headers"), Some(&serde_json::json!({ "x-tenant": "77778888" })));
     assert_eq!(c.deployments[1].params.get("azure_ad_token"), Some(&serde_json::json!("313131313131")));
     assert_eq!(c.master_key.as_ref().map(|k| k.expose()), Some("5566778899001122"));
-    let redis = c.settings.redis.as_ref().expect("redis is set");
+    let redis = c.redis.as_ref().expect("redis is set");
     assert_eq!(redis.password.as_ref().map(|k| k.expose()), Some("123456789012"));
 }
 
@@ -1577,7 +1580,7 @@ fn include_extends_lists_and_replaces_other_keys_in_file_order() {
     let ids: Vec<&str> = c.deployments.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids, ["a1", "b1"]);
     assert_eq!(c.fallbacks.general_for("a"), ["b".to_owned()]);
-    assert_eq!(c.settings.num_retries, 2);
+    assert_eq!(c.retry.num_retries, 2);
     assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
     assert!(!c.warnings.iter().any(|w| w.contains("include")), "{:#?}", c.warnings);
 }

@@ -246,7 +246,7 @@ async fn a_refused_reload_changes_nothing() {
         router(&format!("{ONE_BAD}router_settings: {{ num_retries: 2, disable_cooldowns: true }}\n"), one_bad());
     // Valid YAML, but an alias to no group: refused by the checks before anything is built.
     let mut broken = config(ONE_BAD);
-    broken.settings.num_retries = 0;
+    broken.retry.num_retries = 0;
     broken.aliases.push(switchyard::config::Alias::new("x", "nowhere", false));
     assert!(router.reload(&broken).is_err());
     let after = served_by(&router, "g", 20).await;

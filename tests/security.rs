@@ -435,7 +435,10 @@ async fn secrets_never_reach_logs_metrics_debug_headers_or_error_bodies() {
     for d in &config.deployments {
         out.add(format!("Debug of deployment {}", d.id), format!("{d:?} {d:#?}"));
     }
-    out.add("Debug of the router settings", format!("{:?}", config.settings));
+    out.add(
+        "Debug of the layer configs and the Redis settings",
+        format!("{:?} {:?} {:?} {:?}", config.retry, config.cooldown, config.precall, config.redis),
+    );
     let builder = Gateway::builder(config).provider(provider()).config_path(&path).seed(3);
     out.add("Debug of the gateway builder", format!("{builder:?}"));
     let gw = builder.build().expect("gateway");

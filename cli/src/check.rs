@@ -139,7 +139,7 @@ pub(crate) fn run(options: &Options) -> ExitCode {
 /// store (no connection to Redis: its settings are checked without it) and without binding.
 fn load(path: &Path) -> Result<Summary, StartError> {
     let config = Config::from_path(path).map_err(StartError::Config)?;
-    if cfg!(not(feature = "redis")) && config.settings.redis.is_some() {
+    if cfg!(not(feature = "redis")) && config.redis.is_some() {
         return Err(StartError::NoRedis);
     }
     let summary = Summary::of(&config).map_err(StartError::Config)?;

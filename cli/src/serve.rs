@@ -144,10 +144,10 @@ async fn serve(options: &Options) -> Result<(), StartError> {
 /// config file for reloads, and `store` when given (else the one the config selects).
 pub(crate) fn build(config: Config, path: &Path, store: Option<Arc<StateStore>>) -> Result<Gateway, StartError> {
     let mut provider_config = ProviderConfig::default();
-    if let Some(t) = config.settings.timeout {
+    if let Some(t) = config.timeout {
         provider_config = provider_config.timeout(t);
     }
-    if let Some(t) = config.settings.stream_timeout {
+    if let Some(t) = config.stream_timeout {
         provider_config = provider_config.stream_timeout(t);
     }
     let provider = HttpProvider::new(provider_config).map_err(StartError::Provider)?;

@@ -9,7 +9,13 @@ use std::{
 };
 
 use serde::Serialize;
-use switchyard::{Config, ConfigError, Deployment, layers::redact::mask_url_credentials};
+use switchyard::{
+    Config, ConfigError, Deployment,
+    layers::{
+        error_class::{PerErrorClass, PolicyKind},
+        redact::mask_url_credentials,
+    },
+};
 
 /// Everything `check` reports about a config that loaded.
 #[derive(Debug, Serialize)]
@@ -207,7 +213,7 @@ fn public_url(url: &str) -> String {
 }
 
 fn router(config: &Config) -> Result<RouterView, ConfigError> {
-    let s = &config.settings;
+    let (retry, cooldown, precall) = (&config.retry, &config.cooldown, &config.precall);
     Ok(RouterView {
         routing_strategy: config.routing_strategy.as_str(),
         routing_groups: config
@@ -216,31 +222,43 @@ fn router(config: &Config) -> Result<RouterView, ConfigError> {
             .iter()
             .map(|g| RoutingGroupView { name: g.name.clone(), models: g.models.clone(), strategy: g.strategy.as_str() })
             .collect(),
-        num_retries: s.num_retries,
-        retry_after_seconds: s.retry_after.as_secs_f64(),
-        retry_policy: s.retry_policy.clone(),
-        timeout_seconds: s.timeout.map(|d| d.as_secs_f64()),
-        stream_timeout_seconds: s.stream_timeout.map(|d| d.as_secs_f64()),
-        deadline_seconds: s.deadline.map(|d| d.as_secs_f64()),
-        cooldowns: !s.disable_cooldowns,
-        cooldown_seconds: s.cooldown_time.as_secs_f64(),
-        allowed_fails: s.allowed_fails,
-        allowed_fails_policy: s.allowed_fails_policy.clone(),
-        cooldown_probe: s.cooldown_probe.is_some(),
-        wait_for_cooldown_seconds: s.wait_for_cooldown.map(|d| d.as_secs_f64()),
-        enable_pre_call_checks: s.enable_pre_call_checks,
-        enable_tag_filtering: s.enable_tag_filtering,
-        default_max_parallel_requests: s.default_max_parallel_requests,
+        num_retries: retry.num_retries,
+        retry_after_seconds: retry.retry_after.as_secs_f64(),
+        retry_policy: retry.retry_policy.as_ref().map(litellm_names),
+        timeout_seconds: config.timeout.map(|d| d.as_secs_f64()),
+        stream_timeout_seconds: config.stream_timeout.map(|d| d.as_secs_f64()),
+        deadline_seconds: config.deadline.map(|d| d.as_secs_f64()),
+        cooldowns: !cooldown.disabled,
+        cooldown_seconds: cooldown.cooldown_time.as_secs_f64(),
+        allowed_fails: cooldown.allowed_fails,
+        allowed_fails_policy: cooldown.allowed_fails_policy.as_ref().map(litellm_names),
+        cooldown_probe: cooldown.probe.is_some(),
+        wait_for_cooldown_seconds: cooldown.wait_for_cooldown.map(|d| d.as_secs_f64()),
+        // `enable_pre_call_checks` turns the three checks on together.
+        enable_pre_call_checks: precall.context_window && precall.region && precall.params,
+        enable_tag_filtering: precall.tags,
+        default_max_parallel_requests: precall.default_max_parallel_requests,
         state: state(config)?,
         seed: config.seed,
     })
+}
+
+/// A per-error-class table by the LiteLLM field names it was written with
+/// (`RateLimitErrorRetries: 4`).
+fn litellm_names<K: PolicyKind>(table: &PerErrorClass<K>) -> BTreeMap<String, u32> {
+    PerErrorClass::<K>::litellm_fields()
+        .filter_map(|name| {
+            let n = PerErrorClass::<K>::litellm_class(name).and_then(|class| table.get(class))?;
+            Some((name.to_owned(), n))
+        })
+        .collect()
 }
 
 #[cfg(feature = "redis")]
 fn state(config: &Config) -> Result<StateView, ConfigError> {
     use switchyard::layers::state::Topology;
 
-    let Some(redis) = &config.settings.redis else {
+    let Some(redis) = &config.redis else {
         return Ok(StateView { backend: "memory", server: None, namespace: None });
     };
     let redis = redis.to_redis_config()?;
@@ -259,7 +277,7 @@ fn state(config: &Config) -> Result<StateView, ConfigError> {
 /// Without the `redis` feature a config that sets Redis is refused before this is called.
 #[cfg(not(feature = "redis"))]
 fn state(config: &Config) -> Result<StateView, ConfigError> {
-    let backend = if config.settings.redis.is_some() { "redis" } else { "memory" };
+    let backend = if config.redis.is_some() { "redis" } else { "memory" };
     Ok(StateView { backend, server: None, namespace: None })
 }
 

@@ -5,7 +5,8 @@
 //! with a warning and the validation rules are listed in `docs/config.md`. In short:
 //! `model_list` becomes [`Config::deployments`] (config order, stable ids), `router_settings`
 //! and the routing keys of `litellm_settings` become the strategy, fallback tables, aliases and
-//! [`RouterSettings`] (`router_settings` wins when both set a key),
+//! each layer's own config ([`Config::retry`], [`Config::cooldown`], [`Config::precall`]), built
+//! once here (`router_settings` wins when both set a key),
 //! `general_settings.master_key` becomes [`Config::master_key`] and `general_settings.edge`
 //! (ours) the gateway's [`EdgeSettings`]. Every error names the path of the offending key.
 //!
@@ -42,14 +43,14 @@ mod secret;
 mod settings;
 mod validate;
 
-use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
+use std::{fmt, path::Path, time::Duration};
 
-use switchyard_layers::cooldown::{ALLOWED_FAILS_POLICY_FIELDS, ProbeConfig};
-use switchyard_layers::retry::RETRY_POLICY_FIELDS;
 use switchyard_layers::{
     ApiKey, Deployment,
+    cooldown::CooldownConfig,
     fallback::FallbackTables,
-    precall::{AffinityConfig, BudgetConfig, PreCallConfig},
+    precall::PreCallConfig,
+    retry::RetryConfig,
     select::{RoutingGroups, RoutingStrategy, StrategyArgs},
     state::LatencyConfig,
 };
@@ -82,8 +83,29 @@ pub struct Config {
     /// `fallbacks`, `context_window_fallbacks`, `content_policy_fallbacks`,
     /// `default_fallbacks` (and a `*` entry of `fallbacks`), `max_fallbacks` (default 5).
     pub fallbacks: FallbackTables,
-    /// Retries, timeouts, cooldowns, pre-call checks and Redis.
-    pub settings: RouterSettings,
+    /// The retry layer's settings: `num_retries`, `retry_after`, `retry_policy`,
+    /// `model_group_retry_policy` and `retry_budget` (ours).
+    pub retry: RetryConfig,
+    /// The cooldown layer's settings: `cooldown_time`, `disable_cooldowns`, `allowed_fails`,
+    /// `allowed_fails_policy`, `cooldown_probe` and `wait_for_cooldown` (ours). The router
+    /// attaches its builder's event hook.
+    pub cooldown: CooldownConfig,
+    /// The pre-call layer's settings: `enable_pre_call_checks`, `enable_tag_filtering`,
+    /// `tag_filtering_match_any`, `default_max_parallel_requests`, `provider_budget_config`,
+    /// affinity and the rest of Switchyard's own pre-call keys.
+    pub precall: PreCallConfig,
+    /// One deadline for a whole call: retries, backoffs and fallbacks together (`deadline`,
+    /// seconds, ours).
+    pub deadline: Option<Duration>,
+    /// Per-attempt timeout (`router_settings.timeout`, `litellm_settings.request_timeout`);
+    /// `None` when not set (attempts then get the provider's default, 600 s).
+    pub timeout: Option<Duration>,
+    /// Per-attempt timeout for streaming requests (first content chunk, then between chunks);
+    /// `None` when not set (streams then get `timeout`, else the provider's default, 60 s).
+    pub stream_timeout: Option<Duration>,
+    /// The Redis state backend (`redis_*` keys): cooldowns, usage, spend and affinity shared
+    /// between replicas. `None`: state lives in memory, per replica.
+    pub redis: Option<RedisSettings>,
     /// `general_settings.master_key`: the key gateway clients present.
     pub master_key: Option<ApiKey>,
     /// `general_settings.edge` (ours): the gateway's connection limits and browser rules.
@@ -111,7 +133,13 @@ impl Default for Config {
             latency: LatencyConfig::default(),
             routing_groups: RoutingGroups::default(),
             fallbacks,
-            settings: RouterSettings::default(),
+            retry: RetryConfig::default(),
+            cooldown: CooldownConfig::default(),
+            precall: PreCallConfig::default(),
+            deadline: None,
+            timeout: None,
+            stream_timeout: None,
+            redis: None,
             master_key: None,
             edge: EdgeSettings::default(),
             count_tokens_upstream: false,
@@ -137,124 +165,6 @@ impl Alias {
     /// `alias` stands for the model group `target`.
     pub fn new(alias: impl Into<String>, target: impl Into<String>, hidden: bool) -> Self {
         Self { alias: alias.into(), target: target.into(), hidden }
-    }
-}
-
-/// Router-wide settings; the defaults are LiteLLM's.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct RouterSettings {
-    /// Retries within a group after a failed attempt (default 2).
-    pub num_retries: u32,
-    /// Per-attempt timeout (`router_settings.timeout`, `litellm_settings.request_timeout`);
-    /// `None` when not set (attempts then get the provider's default, 600 s).
-    pub timeout: Option<Duration>,
-    /// Per-attempt timeout for streaming requests (first content chunk, then between chunks);
-    /// `None` when not set (streams then get `timeout`, else the provider's default, 60 s).
-    pub stream_timeout: Option<Duration>,
-    /// Minimum backoff before a retry (default 0).
-    pub retry_after: Duration,
-    /// Failures per minute before a deployment is cooled down; `None` when not set, which
-    /// selects LiteLLM's rate-based rule.
-    pub allowed_fails: Option<u32>,
-    /// `allowed_fails` per error class, by LiteLLM field name (`RateLimitErrorAllowedFails`,
-    /// ...; see [`RouterSettings::ALLOWED_FAILS_POLICY_FIELDS`]).
-    pub allowed_fails_policy: Option<BTreeMap<String, u32>>,
-    /// `num_retries` per error class, by LiteLLM field name (`RateLimitErrorRetries`, ...; see
-    /// [`RouterSettings::RETRY_POLICY_FIELDS`]).
-    pub retry_policy: Option<BTreeMap<String, u32>>,
-    /// `model_group_retry_policy`: a `retry_policy` per model group, replacing the router's for
-    /// that group.
-    pub group_retry_policies: BTreeMap<String, BTreeMap<String, u32>>,
-    /// A retry budget shared by all requests (`retry_budget: {ratio, min_per_sec}`, ours):
-    /// retries as a fraction of traffic, plus a floor per second.
-    pub retry_budget: Option<(f64, u32)>,
-    /// How long a deployment is benched (default 5 s; `0` is kept as zero).
-    pub cooldown_time: Duration,
-    /// Never cool deployments down.
-    pub disable_cooldowns: bool,
-    /// Check context windows, regions and required parameters before each attempt (RPM/TPM and
-    /// parallel limits, blocked deployments and order tiers are always checked).
-    pub enable_pre_call_checks: bool,
-    /// Route by request tags.
-    pub enable_tag_filtering: bool,
-    /// Tag routing matches a deployment carrying any of the request's tags (default `true`);
-    /// `false`: all of them.
-    pub tag_filtering_match_any: bool,
-    /// Parallel-request limit for deployments that set none (>= 1).
-    pub default_max_parallel_requests: Option<u32>,
-    /// When every deployment of a group is at its parallel-request limit, wait up to this long
-    /// for a slot instead of failing (`wait_for_parallel_slot`, seconds, ours).
-    pub wait_for_parallel_slot: Option<Duration>,
-    /// The Redis state backend (`redis_*` keys): cooldowns, usage, spend and affinity shared
-    /// between replicas. `None`: state lives in memory, per replica.
-    pub redis: Option<RedisSettings>,
-    /// Half-open recovery (`cooldown_probe`, ours): `None` when off.
-    pub cooldown_probe: Option<ProbeConfig>,
-    /// When every deployment of a group is cooling down, wait up to this long for the first to
-    /// return instead of failing (`wait_for_cooldown`, seconds, ours).
-    pub wait_for_cooldown: Option<Duration>,
-    /// One deadline for a whole call: retries, backoffs and fallbacks together (`deadline`,
-    /// seconds, ours).
-    pub deadline: Option<Duration>,
-    /// `provider_budget_config`: spend limits per provider (deployment budgets are on each
-    /// deployment: `max_budget` with `budget_duration`).
-    pub budgets: BudgetConfig,
-    /// Sticky routing (`deployment_affinity`, ours; or LiteLLM's `optional_pre_call_checks`
-    /// `session_affinity` / `deployment_affinity` with `deployment_affinity_ttl_seconds`); `None`
-    /// when off.
-    pub affinity: Option<AffinityConfig>,
-    /// Prompt-cache affinity (`prompt_cache_affinity_ttl`, seconds, ours; 0 turns it off):
-    /// requests sharing a cacheable prefix prefer the deployment that served it last.
-    pub prompt_cache_affinity: Option<Duration>,
-    /// How long the deployment holding a Responses API conversation is remembered
-    /// (`conversation_ttl`, seconds, ours).
-    pub conversation_ttl: Duration,
-    /// `conversation_fallback` (ours): a continued conversation whose deployment cannot serve is
-    /// routed as a new one instead of refused.
-    pub conversation_fallback: bool,
-}
-
-impl RouterSettings {
-    /// Default `num_retries` (LiteLLM uses the OpenAI SDK's default, 2).
-    pub const DEFAULT_NUM_RETRIES: u32 = 2;
-    /// Default `cooldown_time` (LiteLLM's `DEFAULT_COOLDOWN_TIME_SECONDS`).
-    pub const DEFAULT_COOLDOWN_TIME: Duration = Duration::from_secs(5);
-    /// The field names `retry_policy` accepts.
-    pub const RETRY_POLICY_FIELDS: [&'static str; 6] = RETRY_POLICY_FIELDS;
-    /// The field names `allowed_fails_policy` accepts.
-    pub const ALLOWED_FAILS_POLICY_FIELDS: [&'static str; 9] = ALLOWED_FAILS_POLICY_FIELDS;
-}
-
-impl Default for RouterSettings {
-    fn default() -> Self {
-        Self {
-            num_retries: Self::DEFAULT_NUM_RETRIES,
-            timeout: None,
-            stream_timeout: None,
-            retry_after: Duration::ZERO,
-            allowed_fails: None,
-            allowed_fails_policy: None,
-            retry_policy: None,
-            group_retry_policies: BTreeMap::new(),
-            retry_budget: None,
-            cooldown_time: Self::DEFAULT_COOLDOWN_TIME,
-            disable_cooldowns: false,
-            enable_pre_call_checks: false,
-            enable_tag_filtering: false,
-            tag_filtering_match_any: true,
-            default_max_parallel_requests: None,
-            wait_for_parallel_slot: None,
-            redis: None,
-            cooldown_probe: None,
-            wait_for_cooldown: None,
-            deadline: None,
-            budgets: BudgetConfig::default(),
-            affinity: None,
-            prompt_cache_affinity: Some(PreCallConfig::DEFAULT_PROMPT_CACHE_TTL),
-            conversation_ttl: PreCallConfig::DEFAULT_CONVERSATION_TTL,
-            conversation_fallback: false,
-        }
     }
 }
 
@@ -293,8 +203,8 @@ impl Config {
 
     /// The checks that also apply to a config built in code: unique deployment ids, alias
     /// targets that are model groups, fallback tables that name known groups (a model group,
-    /// an alias, or a name a wildcard `model_name` matches; `*` as a key), strategy arguments
-    /// and policy field names in range. Loading runs them too, naming YAML paths; here paths
+    /// an alias, or a name a wildcard `model_name` matches; `*` as a key) and strategy arguments
+    /// in range (the layer configs are typed: a policy cannot name an unknown field). Loading runs them too, naming YAML paths; here paths
     /// name [`Config`] fields (`deployments[3]`, `fallbacks.general.gpt-4o[1]`).
     pub fn validate(&self) -> Result<(), ConfigError> {
         validate::validate(self, &validate::Sources::default())
@@ -312,7 +222,13 @@ impl fmt::Debug for Config {
             .field("latency", &self.latency)
             .field("routing_groups", &self.routing_groups)
             .field("fallbacks", &self.fallbacks)
-            .field("settings", &self.settings)
+            .field("retry", &self.retry)
+            .field("cooldown", &self.cooldown)
+            .field("precall", &self.precall)
+            .field("deadline", &self.deadline)
+            .field("timeout", &self.timeout)
+            .field("stream_timeout", &self.stream_timeout)
+            .field("redis", &self.redis)
             .field("master_key", &self.master_key)
             .field("edge", &self.edge)
             .field("warnings", &self.warnings)
@@ -329,8 +245,9 @@ mod tests {
     fn defaults_are_litellm_defaults() {
         let c = Config::default();
         assert_eq!(c.fallbacks.max_fallbacks, 5);
-        assert_eq!(c.settings.num_retries, 2);
-        assert_eq!(c.settings.cooldown_time, Duration::from_secs(5));
+        assert_eq!(c.retry.num_retries, 2);
+        assert_eq!(c.cooldown.cooldown_time, Duration::from_secs(5));
+        assert!(c.precall.tag_match_any && !c.precall.context_window && !c.cooldown.disabled);
         assert_eq!(c.routing_strategy, RoutingStrategy::SimpleShuffle);
         assert!(c.validate().is_ok());
     }

@@ -165,7 +165,7 @@ impl RedisSettings {
     ///     "router_settings: { redis_host: cache, redis_ssl: true, redis_namespace: prod }",
     ///     &|_| None,
     /// )?;
-    /// let redis = config.settings.redis.as_ref().expect("set").to_redis_config()?;
+    /// let redis = config.redis.as_ref().expect("set").to_redis_config()?;
     /// assert_eq!(redis.topology, Topology::Single("rediss://cache:6379".to_owned()));
     /// assert_eq!(redis.namespace, "prod");
     /// # Ok::<(), switchyard::config::ConfigError>(())

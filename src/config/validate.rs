@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value};
 use switchyard_layers::{Deployment, deployment::pattern_matches};
 
-use super::{Config, ConfigError, RouterSettings};
+use super::{Config, ConfigError};
 
 /// A fallback table of [`FallbackTables`](switchyard_layers::fallback::FallbackTables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -207,19 +207,6 @@ pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
     }
     if config.latency.sample_ttl.is_zero() {
         return Err(ConfigError::invalid("latency.sample_ttl", "must be > 0"));
-    }
-    let policies = [
-        ("settings.retry_policy", &config.settings.retry_policy, &RouterSettings::RETRY_POLICY_FIELDS[..]),
-        (
-            "settings.allowed_fails_policy",
-            &config.settings.allowed_fails_policy,
-            &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS[..],
-        ),
-    ];
-    for (path, policy, fields) in policies {
-        for key in policy.iter().flat_map(|p| p.keys()) {
-            policy_field(key, &format!("{path}.{key}"), fields)?;
-        }
     }
     Ok(())
 }

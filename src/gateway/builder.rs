@@ -217,7 +217,7 @@ impl GatewayBuilder {
         let provider = self.provider.ok_or(GatewayError::MissingProvider)?;
         self.limits.check().map_err(GatewayError::Limits)?;
         reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
-        let dashboard = ui::Dashboard::new(self.config.settings.default_max_parallel_requests);
+        let dashboard = ui::Dashboard::new(self.config.precall.default_max_parallel_requests);
         let (on_fallback, on_cooldown) = (dashboard.clone(), dashboard.clone());
         let mut router = Router::builder(&self.config)
             .on_fallback(move |e| {

@@ -134,7 +134,7 @@ impl GatewaySettings {
     pub(crate) fn of(config: &Config) -> Self {
         Self {
             master_key: config.master_key.clone(),
-            cooldown_time: config.settings.cooldown_time,
+            cooldown_time: config.cooldown.cooldown_time,
             count_tokens_upstream: config.count_tokens_upstream,
         }
     }

@@ -200,7 +200,7 @@ pub(crate) async fn apply(
         );
     }
     gateway.settings.store(Arc::new(settings));
-    gateway.dashboard.set_default_max_parallel_requests(config.settings.default_max_parallel_requests);
+    gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
     if config.edge != gateway.edge {
         summary.warnings.push("general_settings.edge changed: restart to apply".to_owned());
     }

@@ -24,7 +24,7 @@ use switchyard_layers::{
 };
 use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService, util::Oneshot};
 
-use super::{FallbackHook, RouterError, RouterService, cooldown_config, precall_config, retry_config, warm_tokenizers};
+use super::{FallbackHook, RouterService, warm_tokenizers};
 use crate::{Config, config::RedisSettings};
 
 /// One routing stack, built from one config.
@@ -44,31 +44,31 @@ pub(super) struct Parts {
 }
 
 impl Parts {
-    /// The default stack for `config` over `registry` and `store`, around the provider. Reads
-    /// every layer setting first, so an invalid one fails before anything is built.
-    pub(super) fn stack(
-        &self,
-        config: &Config,
-        registry: &Arc<Registry>,
-        store: &Arc<StateStore>,
-    ) -> Result<Stack, RouterError> {
-        let cooldown = cooldown_config(config, self.on_cooldown.clone())?;
-        let retry = retry_config(config)?;
+    /// The default stack for `config` over `registry` and `store`, around the provider. The
+    /// config holds each layer's settings as loading built and checked them; the router adds
+    /// what is its own: the event hooks, the seed it was given and a fresh retry budget.
+    pub(super) fn stack(&self, config: &Config, registry: &Arc<Registry>, store: &Arc<StateStore>) -> Stack {
+        let mut cooldown = config.cooldown.clone();
+        if let Some(hook) = &self.on_cooldown {
+            cooldown.hook = Some(hook.clone());
+        }
+        let mut retry = config.retry.clone();
+        // A budget is state: a stack spends its own, not one shared with every stack built from
+        // the same config.
+        retry.budget = retry.budget.map(|b| Arc::new(b.fresh()));
         warm_tokenizers(config);
         let strategies = Strategies::from_routing_groups(
             config.routing_strategy.build_with(&config.strategy_args),
             &config.routing_groups,
             &config.strategy_args,
         );
-        // The default order and the pieces the layers share (seed, deadline, fallback tables)
-        // are the layers crate's `RoutingStack`; the router only maps the config onto it.
         let mut stack = RoutingStack::builder(registry.clone(), store.clone())
             .strategies(strategies)
-            .deadline(config.settings.deadline)
+            .deadline(config.deadline)
             .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
             .cooldown(cooldown)
             .retry(retry)
-            .precall(precall_config(config));
+            .precall(config.precall.clone());
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
         }
@@ -78,7 +78,7 @@ impl Parts {
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
         let service = BoxCloneSyncService::new(stack.layer(self.provider.clone()));
-        Ok(Stack { cooldown, service })
+        Stack { cooldown, service }
     }
 }
 
@@ -137,10 +137,10 @@ pub(super) struct RestartOnly {
 impl RestartOnly {
     pub(super) fn of(config: &Config) -> Self {
         Self {
-            redis: config.settings.redis.clone(),
+            redis: config.redis.clone(),
             latency: config.latency,
-            timeout: config.settings.timeout,
-            stream_timeout: config.settings.stream_timeout,
+            timeout: config.timeout,
+            stream_timeout: config.stream_timeout,
         }
     }
 

@@ -22,11 +22,9 @@ use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
-    cooldown::{AllowedFailsPolicy, CooldownConfig, CooldownEntry, CooldownEvent, CooldownHook},
+    cooldown::{CooldownEntry, CooldownEvent, CooldownHook},
     deployment::RegistryError,
     fallback::FallbackEvent,
-    precall::PreCallConfig,
-    retry::{RetryBudget, RetryConfig, RetryPolicy},
     select::SelectConfigError,
     state::StoreConfig,
 };
@@ -166,12 +164,11 @@ impl RouterBuilder<'_> {
     /// Builds the default stack around the HTTP provider (OpenAI-compatible and Azure APIs over
     /// hyper + rustls), with the config's `timeout` and `stream_timeout`.
     pub fn build_http(self) -> Result<Router, RouterError> {
-        let s = &self.config.settings;
         let mut provider_config = ProviderConfig::new();
-        if let Some(t) = s.timeout {
+        if let Some(t) = self.config.timeout {
             provider_config = provider_config.timeout(t);
         }
-        if let Some(t) = s.stream_timeout {
+        if let Some(t) = self.config.stream_timeout {
             provider_config = provider_config.stream_timeout(t);
         }
         let provider = HttpProvider::new(provider_config).map_err(RouterError::Provider)?;
@@ -212,7 +209,7 @@ impl RouterBuilder<'_> {
             on_cooldown: self.on_cooldown,
             on_fallback: self.on_fallback,
         };
-        let first = parts.stack(config, &registry, &store)?;
+        let first = parts.stack(config, &registry, &store);
         let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
         let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
         Ok(Router { registry, store, live, service })
@@ -223,7 +220,7 @@ impl RouterBuilder<'_> {
 fn default_store(config: &Config) -> Result<Arc<StateStore>, RouterError> {
     let mut store_config = StoreConfig::default();
     store_config.latency = config.latency;
-    match &config.settings.redis {
+    match &config.redis {
         Some(redis) => redis_store(redis, store_config).map(Arc::new),
         None => {
             tracing::info!(target: "switchyard::router", backend = "memory", "state store: in memory, per replica");
@@ -278,63 +275,6 @@ fn warm_tokenizers(config: &Config) {
     if let Err(e) = spawned {
         tracing::debug!(error = %e, "could not warm the tokenizers up; the first request will load them");
     }
-}
-
-fn cooldown_config(config: &Config, hook: Option<CooldownHook>) -> Result<CooldownConfig, ConfigError> {
-    let s = &config.settings;
-    let policy = s
-        .allowed_fails_policy
-        .as_ref()
-        .map(AllowedFailsPolicy::from_litellm)
-        .transpose()
-        .map_err(|e| ConfigError::invalid("router_settings.allowed_fails_policy", e))?;
-    let mut c = CooldownConfig::new()
-        .disabled(s.disable_cooldowns)
-        .cooldown_time(s.cooldown_time)
-        .allowed_fails(s.allowed_fails)
-        .allowed_fails_policy(policy)
-        .probe(s.cooldown_probe)
-        .wait_for_cooldown(s.wait_for_cooldown);
-    c.hook = hook;
-    Ok(c)
-}
-
-/// LiteLLM's switches: `enable_pre_call_checks` (context window, region, params) and
-/// `enable_tag_filtering`; limits, blocked deployments, budgets and order tiers always apply;
-/// affinity when configured.
-fn precall_config(config: &Config) -> PreCallConfig {
-    let s = &config.settings;
-    PreCallConfig::new()
-        .pre_call_checks(s.enable_pre_call_checks)
-        .tag_filtering(s.enable_tag_filtering)
-        .tag_match_any(s.tag_filtering_match_any)
-        .default_max_parallel_requests(s.default_max_parallel_requests)
-        .wait_for_parallel_slot(s.wait_for_parallel_slot)
-        .budgets(s.budgets.clone())
-        .affinity(s.affinity)
-        .prompt_cache_affinity(s.prompt_cache_affinity)
-        .conversation_ttl(s.conversation_ttl)
-        .conversation_fallback(s.conversation_fallback)
-}
-
-fn retry_config(config: &Config) -> Result<RetryConfig, ConfigError> {
-    let s = &config.settings;
-    let read = |map: &std::collections::BTreeMap<String, u32>, path: &str| {
-        RetryPolicy::from_litellm(map).map_err(|e| ConfigError::invalid(path, e.to_string()))
-    };
-    let mut c = RetryConfig::default().num_retries(s.num_retries).retry_after(s.retry_after);
-    if let Some(p) = &s.retry_policy {
-        c = c.retry_policy(read(p, "router_settings.retry_policy")?);
-    }
-    for (group, p) in &s.group_retry_policies {
-        c = c.group_retry_policy(group.clone(), read(p, &format!("router_settings.model_group_retry_policy.{group}"))?);
-    }
-    if let Some((ratio, min_per_sec)) = s.retry_budget {
-        let budget = RetryBudget::new(ratio, min_per_sec)
-            .map_err(|e| ConfigError::invalid("router_settings.retry_budget", e.to_string()))?;
-        c = c.budget(budget);
-    }
-    Ok(c)
 }
 
 impl Router {
@@ -406,7 +346,7 @@ impl Router {
     /// Builds the stack for `config` without installing it: the step of a reload that can fail.
     pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
         config.validate()?;
-        let stack = self.live.parts.stack(config, &self.registry, &self.store)?;
+        let stack = self.live.parts.stack(config, &self.registry, &self.store);
         Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
     }
 

@@ -87,6 +87,26 @@ impl RetryBudget {
         self
     }
 
+    /// A budget with the same settings (ratio, floor, capacity) and none of this one's history:
+    /// its starting balance, as if just built. For a new stack built from a config that holds a
+    /// budget, so stacks never share one's balance.
+    pub fn fresh(&self) -> Self {
+        let start = (i64::from(self.min_per_sec) * UNIT).min(self.capacity);
+        Self {
+            balance: AtomicI64::new(start),
+            refilled_to: AtomicU64::new(0),
+            origin: Instant::now(),
+            deposit: self.deposit,
+            capacity: self.capacity,
+            min_per_sec: self.min_per_sec,
+        }
+    }
+
+    /// Retries per second credited whatever the traffic (the floor).
+    pub fn min_per_sec(&self) -> u32 {
+        self.min_per_sec
+    }
+
     /// Retries per first attempt.
     pub fn ratio(&self) -> f64 {
         self.deposit as f64 / UNIT as f64

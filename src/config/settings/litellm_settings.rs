@@ -1,5 +1,6 @@
 //! The routing keys of `litellm_settings`, which `router_settings` may set too (and then wins):
-//! retries, timeouts, cooldowns, the fallback tables and the aliases.
+//! retries, timeouts, cooldowns, the fallback tables and the aliases, written into the retry and
+//! cooldown layers' configs and the fallback tables.
 
 use std::collections::BTreeMap;
 
@@ -48,18 +49,17 @@ pub(super) fn shared(
     ls: &RawLitellmSettings,
     w: &mut Warnings,
 ) -> Result<(), ConfigError> {
-    let s = &mut c.settings;
     let (n, path) = num("num_retries", "num_retries", rs.num_retries, ls.num_retries, w);
     if let Some(v) = opt(n, || path, to_u32)? {
-        s.num_retries = v;
+        c.retry.num_retries = v;
     }
     let (n, path) = num("timeout", "request_timeout", rs.timeout, ls.request_timeout, w);
-    s.timeout = opt(n, || path, to_timeout)?;
+    c.timeout = opt(n, || path, to_timeout)?;
     let (n, path) = num("allowed_fails", "allowed_fails", rs.allowed_fails, ls.allowed_fails, w);
-    s.allowed_fails = opt(n, || path, to_u32)?;
+    c.cooldown.allowed_fails = opt(n, || path, to_u32)?;
     let (n, path) = num("cooldown_time", "cooldown_time", rs.cooldown_time, ls.cooldown_time, w);
     if let Some(v) = opt(n, || path, to_secs)? {
-        s.cooldown_time = v;
+        c.cooldown.cooldown_time = v;
     }
     let (n, path) = num("max_fallbacks", "max_fallbacks", rs.max_fallbacks, ls.max_fallbacks, w);
     if let Some(v) = opt(n, || path, to_u32)? {

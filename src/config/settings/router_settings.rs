@@ -1,57 +1,48 @@
 //! The keys only `router_settings` carries: strategy and routing groups, policies, cooldown
-//! probing, budgets, affinity and the rest of Switchyard's own router keys.
+//! probing, budgets, affinity and the rest of Switchyard's own router keys. Each layer's keys are
+//! read into that layer's config ([`RetryConfig`](switchyard_layers::retry::RetryConfig),
+//! [`CooldownConfig`](switchyard_layers::cooldown::CooldownConfig),
+//! [`PreCallConfig`](switchyard_layers::precall::PreCallConfig)) here, once, so every error names
+//! its YAML path and the router builds the stack from them as they are.
 
-use std::collections::{BTreeMap, HashSet};
+use std::{
+    collections::{BTreeMap, HashSet},
+    sync::Arc,
+};
 
 use serde_json::Value;
 use switchyard_layers::{
-    cooldown::ProbeConfig,
+    cooldown::{ALLOWED_FAILS_POLICY_FIELDS, AllowedFailsPolicy, ProbeConfig},
     precall::{AffinityConfig, Budget, BudgetConfig},
+    retry::{RETRY_POLICY_FIELDS, RetryBudget, RetryPolicy},
     select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
 };
 
 use super::redis_keys::{RedisKeys, redis};
 use crate::config::{
-    Config, ConfigError, RouterSettings,
+    Config, ConfigError,
     convert::{NOT_SUPPORTED, Warnings, opt, to_f64, to_period, to_secs, to_timeout, to_u32, to_u64},
-    raw::{Flag, Num, RawRouterSettings, RawStrategyArgs},
+    raw::{Flag, Num, RawPolicy, RawRouterSettings, RawStrategyArgs},
     validate::{self},
 };
 
 /// The keys only `router_settings` carries.
-pub(super) fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warnings) -> Result<(), ConfigError> {
+pub(super) fn router_only(c: &mut Config, mut rs: RawRouterSettings, w: &mut Warnings) -> Result<(), ConfigError> {
     let at = |key: &str| format!("router_settings.{key}");
     if let Some(name) = &rs.routing_strategy {
         c.routing_strategy =
             name.parse().map_err(|e: SelectConfigError| ConfigError::invalid(at("routing_strategy"), e.to_string()))?;
     }
-    if let Some(args) = rs.routing_strategy_args {
+    if let Some(args) = rs.routing_strategy_args.take() {
         strategy_args(c, args, w)?;
     }
-    if let Some(groups) = rs.routing_groups {
+    if let Some(groups) = rs.routing_groups.take() {
         routing_groups(c, groups, w)?;
     }
-    let s = &mut c.settings;
-    s.stream_timeout = opt(rs.stream_timeout, || at("stream_timeout"), to_timeout)?;
-    if let Some(v) = opt(rs.retry_after, || at("retry_after"), to_secs)? {
-        s.retry_after = v;
-    }
-    s.allowed_fails_policy =
-        policy(rs.allowed_fails_policy, &at("allowed_fails_policy"), &RouterSettings::ALLOWED_FAILS_POLICY_FIELDS)?;
-    s.retry_policy = policy(rs.retry_policy, &at("retry_policy"), &RouterSettings::RETRY_POLICY_FIELDS)?;
-    s.disable_cooldowns = rs.disable_cooldowns.is_some_and(|f| f.0);
-    s.enable_pre_call_checks = rs.enable_pre_call_checks.is_some_and(|f| f.0);
-    s.enable_tag_filtering = rs.enable_tag_filtering.is_some_and(|f| f.0);
-    s.tag_filtering_match_any = rs.tag_filtering_match_any.is_none_or(|f| f.0);
-    s.default_max_parallel_requests =
-        opt(rs.default_max_parallel_requests, || at("default_max_parallel_requests"), to_u32)?;
-    if s.default_max_parallel_requests == Some(0) {
-        return Err(ConfigError::invalid(
-            at("default_max_parallel_requests"),
-            "must be >= 1, got 0 (a limit of 0 would admit nothing)",
-        ));
-    }
-    s.wait_for_parallel_slot = opt(rs.wait_for_parallel_slot, || at("wait_for_parallel_slot"), to_secs)?;
+    c.stream_timeout = opt(rs.stream_timeout, || at("stream_timeout"), to_timeout)?;
+    retry(c, &mut rs)?;
+    cooldown(c, &mut rs)?;
+    precall(c, &mut rs, w)?;
     let keys = RedisKeys {
         url: rs.redis_url,
         host: rs.redis_host,
@@ -64,42 +55,99 @@ pub(super) fn router_only(c: &mut Config, rs: RawRouterSettings, w: &mut Warning
         response_timeout: rs.redis_response_timeout,
         ca_certs: rs.redis_ssl_ca_certs,
     };
-    s.redis = redis(keys, w)?;
+    c.redis = redis(keys, w)?;
     c.seed = opt(rs.seed, || at("seed"), to_u64)?;
-    c.settings.cooldown_probe = cooldown_probe(rs.cooldown_probe, &at("cooldown_probe"))?;
-    for (group, raw) in rs.model_group_retry_policy.unwrap_or_default() {
+    c.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
+    w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
+    Ok(())
+}
+
+/// The retry layer's keys (`num_retries` is shared with `litellm_settings`, read before).
+fn retry(c: &mut Config, rs: &mut RawRouterSettings) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("router_settings.{key}");
+    if let Some(v) = opt(rs.retry_after, || at("retry_after"), to_secs)? {
+        c.retry.retry_after = v;
+    }
+    c.retry.retry_policy = retry_policy(rs.retry_policy.take(), &at("retry_policy"))?;
+    for (group, raw) in rs.model_group_retry_policy.take().unwrap_or_default() {
         let path = format!("{}.{group}", at("model_group_retry_policy"));
-        if let Some(p) = policy(raw, &path, &RouterSettings::RETRY_POLICY_FIELDS)? {
-            c.settings.group_retry_policies.insert(group, p);
+        if let Some(p) = retry_policy(raw, &path)? {
+            c.retry.group_retry_policies.insert(group, p);
         }
     }
-    if let Some(b) = rs.retry_budget {
+    if let Some(b) = rs.retry_budget.take() {
         let ratio = opt(b.ratio, || at("retry_budget.ratio"), to_f64)?.unwrap_or(0.2);
         let min_per_sec = opt(b.min_per_sec, || at("retry_budget.min_per_sec"), to_u32)?.unwrap_or(10);
-        if !(0.0..=1000.0).contains(&ratio) {
+        if !(0.0..=RetryBudget::MAX_RATIO).contains(&ratio) {
             return Err(ConfigError::invalid(
                 at("retry_budget.ratio"),
                 format!("must be between 0 and 1000, got {ratio}"),
             ));
         }
-        c.settings.retry_budget = Some((ratio, min_per_sec));
+        let budget = RetryBudget::new(ratio, min_per_sec)
+            .map_err(|e| ConfigError::invalid(at("retry_budget"), e.to_string()))?;
+        c.retry.budget = Some(Arc::new(budget));
     }
-    c.settings.wait_for_cooldown = opt(rs.wait_for_cooldown, || at("wait_for_cooldown"), to_secs)?;
-    c.settings.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
-    c.settings.budgets = provider_budgets(rs.provider_budget_config, &at("provider_budget_config"), w)?;
-    c.settings.affinity =
-        affinity(rs.deployment_affinity, rs.optional_pre_call_checks, rs.deployment_affinity_ttl_seconds, w)?;
+    Ok(())
+}
+
+/// The cooldown layer's keys (`allowed_fails` and `cooldown_time` are shared with
+/// `litellm_settings`, read before).
+fn cooldown(c: &mut Config, rs: &mut RawRouterSettings) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("router_settings.{key}");
+    let path = at("allowed_fails_policy");
+    c.cooldown.allowed_fails_policy = policy(rs.allowed_fails_policy.take(), &path, &ALLOWED_FAILS_POLICY_FIELDS)?
+        .map(|map| AllowedFailsPolicy::from_litellm(&map).map_err(|e| ConfigError::invalid(&path, e.to_string())))
+        .transpose()?;
+    c.cooldown.disabled = rs.disable_cooldowns.is_some_and(|f| f.0);
+    c.cooldown.probe = cooldown_probe(rs.cooldown_probe.take(), &at("cooldown_probe"))?;
+    c.cooldown.wait_for_cooldown = opt(rs.wait_for_cooldown, || at("wait_for_cooldown"), to_secs)?;
+    Ok(())
+}
+
+/// The pre-call layer's keys: LiteLLM's switches (`enable_pre_call_checks`: context window,
+/// region, params; `enable_tag_filtering`), parallel limits, budgets and affinity.
+fn precall(c: &mut Config, rs: &mut RawRouterSettings, w: &mut Warnings) -> Result<(), ConfigError> {
+    let at = |key: &str| format!("router_settings.{key}");
+    let default_max_parallel_requests =
+        opt(rs.default_max_parallel_requests, || at("default_max_parallel_requests"), to_u32)?;
+    if default_max_parallel_requests == Some(0) {
+        return Err(ConfigError::invalid(
+            at("default_max_parallel_requests"),
+            "must be >= 1, got 0 (a limit of 0 would admit nothing)",
+        ));
+    }
+    let mut p = std::mem::take(&mut c.precall)
+        .pre_call_checks(rs.enable_pre_call_checks.is_some_and(|f| f.0))
+        .tag_filtering(rs.enable_tag_filtering.is_some_and(|f| f.0))
+        .tag_match_any(rs.tag_filtering_match_any.is_none_or(|f| f.0))
+        .default_max_parallel_requests(default_max_parallel_requests)
+        .wait_for_parallel_slot(opt(rs.wait_for_parallel_slot, || at("wait_for_parallel_slot"), to_secs)?)
+        .budgets(provider_budgets(rs.provider_budget_config.take(), &at("provider_budget_config"), w)?)
+        .affinity(affinity(
+            rs.deployment_affinity.take(),
+            rs.optional_pre_call_checks.take(),
+            rs.deployment_affinity_ttl_seconds,
+            w,
+        )?);
     if let Some(ttl) = opt(rs.prompt_cache_affinity_ttl, || at("prompt_cache_affinity_ttl"), to_secs)? {
-        c.settings.prompt_cache_affinity = (!ttl.is_zero()).then_some(ttl);
+        p = p.prompt_cache_affinity((!ttl.is_zero()).then_some(ttl));
     }
     if let Some(ttl) = opt(rs.conversation_ttl, || at("conversation_ttl"), to_timeout)? {
-        c.settings.conversation_ttl = ttl;
+        p = p.conversation_ttl(ttl);
     }
     if let Some(on) = rs.conversation_fallback {
-        c.settings.conversation_fallback = on;
+        p = p.conversation_fallback(on);
     }
-    w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
+    c.precall = p;
     Ok(())
+}
+
+/// A `retry_policy` (the router's or a group's) as the retry layer's table.
+fn retry_policy(raw: Option<RawPolicy>, path: &str) -> Result<Option<RetryPolicy>, ConfigError> {
+    policy(raw, path, &RETRY_POLICY_FIELDS)?
+        .map(|map| RetryPolicy::from_litellm(&map).map_err(|e| ConfigError::invalid(path, e.to_string())))
+        .transpose()
 }
 
 pub(super) fn strategy_args(c: &mut Config, args: RawStrategyArgs, w: &mut Warnings) -> Result<(), ConfigError> {
