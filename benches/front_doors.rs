@@ -77,7 +77,7 @@ use switchyard::{
         ingress::{Ingress, IngressLayer},
         mock::{MockProfile, MockUpstream},
         provider::{HttpProvider, ProviderConfig},
-        sim::Latency,
+        profile::Latency,
     },
 };
 use tokio::runtime::Runtime;
