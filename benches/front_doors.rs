@@ -76,8 +76,8 @@ use switchyard::{
     services::{
         ingress::{Ingress, IngressLayer},
         mock::{MockProfile, MockUpstream},
-        provider::{HttpProvider, ProviderConfig},
         profile::Latency,
+        provider::{HttpProvider, ProviderConfig},
     },
 };
 use tokio::runtime::Runtime;
