@@ -1,7 +1,7 @@
 //! [`MockProfile`]: how the mock upstream answers, in the [shared vocabulary](crate::profile)
 //! plus the mock's wire-level faults.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use http::StatusCode;
 use rand::Rng;
@@ -164,7 +164,7 @@ impl MockProfile {
     /// The profile a request drawn to fail answers with: this one when it has a single kind of
     /// failure (set by `build`), otherwise a copy whose `fail_status` and `error_code` are those of
     /// the failure picked by one more draw, in proportion to the rates.
-    pub(crate) fn injected<R: Rng + ?Sized>(self: &std::sync::Arc<Self>, rng: &mut R) -> std::sync::Arc<Self> {
+    pub(crate) fn injected<R: Rng + ?Sized>(self: &Arc<Self>, rng: &mut R) -> Arc<Self> {
         if self.failures().nth(1).is_none() {
             return self.clone();
         }
@@ -178,7 +178,7 @@ impl MockProfile {
             left -= rate;
         }
         let (fail_status, error_code) = self.answer_of(picked);
-        std::sync::Arc::new(Self { fail_status, error_code, ..Self::clone(self) })
+        Arc::new(Self { fail_status, error_code, ..Self::clone(self) })
     }
 }
 
@@ -415,7 +415,7 @@ mod tests {
             .fail(Failure::RateLimited, 0.3)
             .fail_status(StatusCode::BAD_GATEWAY, 0.1)
             .build()
-            .map(std::sync::Arc::new)
+            .map(Arc::new)
             .expect("valid profile");
         let mut rng = SmallRng::seed_from_u64(3);
         let picks: Vec<StatusCode> = (0..4000).map(|_| p.injected(&mut rng).fail_status).collect();

@@ -13,6 +13,13 @@ use crate::profile::{Failure, Latency, ProfileError, check_failure_rates, check_
 /// 50 ms and the next ones 10 ms apart; 16 prompt tokens unless the request's facts know the
 /// count; failures answer after 10 ms.
 ///
+/// Latency, stream shape and failures by kind are the [shared vocabulary](crate::profile), named as
+/// on the HTTP mock's `MockProfile`; the simulator adds the time to the first chunk
+/// ([`ttft`](SimProfileBuilder::ttft)), the time to a failure
+/// ([`error_latency`](SimProfileBuilder::error_latency)), connection failures and hangs
+/// ([`Failure::Connect`], [`Failure::Hang`]) and streams that break
+/// ([`mid_stream_failure`](SimProfileBuilder::mid_stream_failure)).
+///
 /// ```
 /// use std::time::Duration;
 /// use switchyard_services::{profile::{Failure, Latency}, sim::SimProfile};
