@@ -76,8 +76,8 @@ use switchyard::{
     services::{
         ingress::{Ingress, IngressLayer},
         mock::{MockProfile, MockUpstream},
+        profile::Latency,
         provider::{HttpProvider, ProviderConfig},
-        sim::Latency,
     },
 };
 use tokio::runtime::Runtime;

@@ -35,8 +35,8 @@ use switchyard::{
     layers::select::RoutingStrategy,
     services::{
         mock::{MockHandle, MockProfile, MockUpstream},
+        profile::{Failure, Latency},
         provider::{HttpProvider, ProviderConfig},
-        sim::Latency,
     },
 };
 
@@ -71,13 +71,13 @@ impl Behaviour {
         Ok(match self {
             Self::Healthy { median_ms, p99_ms } => b.latency(latency(median_ms, p99_ms)),
             Self::Flaky { median_ms, p99_ms, rate } => {
-                b.latency(latency(median_ms, p99_ms)).fail(rate, http::StatusCode::INTERNAL_SERVER_ERROR)
+                b.latency(latency(median_ms, p99_ms)).fail(Failure::InternalError, rate)
             }
             Self::RateLimited { median_ms, p99_ms, rate } => b
                 .latency(latency(median_ms, p99_ms))
-                .fail(rate, http::StatusCode::TOO_MANY_REQUESTS)
+                .fail(Failure::RateLimited, rate)
                 .retry_after(Duration::from_secs(1)),
-            Self::Down => b.fail(1.0, http::StatusCode::SERVICE_UNAVAILABLE),
+            Self::Down => b.fail(Failure::Unavailable, 1.0),
         }
         .build()?)
     }

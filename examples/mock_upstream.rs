@@ -51,7 +51,7 @@ use std::{
 use http::StatusCode;
 use switchyard::services::{
     mock::{MockHandle, MockProfile, MockUpstream},
-    sim::Latency,
+    profile::Latency,
 };
 
 const USAGE: &str = "usage: mock_upstream [--port N] [--latency-ms N] [--latency-p99-ms N] [--scenario NAME]
@@ -169,7 +169,7 @@ impl Args {
             .malformed_chunk(self.malformed_after, self.malformed_rate)
             .missing_done(self.missing_done_rate)
             .reset(if self.reset { 1.0 } else { 0.0 })
-            .fail(self.fail_rate, status);
+            .fail_status(status, self.fail_rate);
         if let Some(bytes) = self.huge_bytes {
             b = b.huge_response(bytes);
         }
@@ -180,7 +180,7 @@ impl Args {
             b = b.error_code(code.clone());
         }
         let failing = b.build().map_err(|e| e.to_string())?;
-        let healthy = failing.to_builder().fail(0.0, status).build().map_err(|e| e.to_string())?;
+        let healthy = failing.to_builder().fail_status(status, 0.0).build().map_err(|e| e.to_string())?;
         Ok((failing, healthy))
     }
 }

@@ -14,6 +14,7 @@ use switchyard::{
     services::{
         mock::{MockHandle, MockProfile, MockUpstream},
         openai::{ChatMessage, ChatRequest, EmbeddingRequest},
+        profile::Failure,
         provider::{HttpProvider, ProviderConfig},
     },
 };
@@ -26,7 +27,7 @@ fn mock(profile: MockProfile) -> MockHandle {
 }
 
 fn failing(status: StatusCode) -> MockHandle {
-    mock(MockProfile::builder().fail(1.0, status).build().expect("valid profile"))
+    mock(MockProfile::builder().fail_status(status, 1.0).build().expect("valid profile"))
 }
 
 /// The seeds' example config (`docs/litellm.md`), with each deployment's `api_base` pointing at
@@ -165,8 +166,12 @@ async fn a_stream_falls_back_to_claude_and_arrives_as_openai_chunks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_overloaded_anthropic_deployment_is_retried_on_its_sibling_and_benched() {
-    let overloaded =
-        mock(MockProfile::builder().fail(1.0, StatusCode::from_u16(529).expect("529")).build().expect("valid profile"));
+    let overloaded = mock(
+        MockProfile::builder()
+            .fail_status(StatusCode::from_u16(529).expect("529"), 1.0)
+            .build()
+            .expect("valid profile"),
+    );
     let healthy = mock(MockProfile::healthy());
     let config = Config::from_yaml_str(&format!(
         r#"
@@ -206,7 +211,7 @@ async fn anthropic_errors_are_classified_into_the_shared_outcomes() {
         (StatusCode::from_u16(529).expect("529"), None, Outcome::ServerError),
     ];
     for (status, code, outcome) in cases {
-        let mut b = MockProfile::builder().fail(1.0, status).retry_after(Duration::from_secs(7));
+        let mut b = MockProfile::builder().fail_status(status, 1.0).retry_after(Duration::from_secs(7));
         if let Some(code) = code {
             b = b.error_code(code);
         }
@@ -226,13 +231,7 @@ async fn anthropic_errors_are_classified_into_the_shared_outcomes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_too_long_for_claude_takes_the_context_window_fallback() {
-    let small = mock(
-        MockProfile::builder()
-            .fail(1.0, StatusCode::BAD_REQUEST)
-            .error_code("context_length_exceeded")
-            .build()
-            .expect("valid profile"),
-    );
+    let small = mock(MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("valid profile"));
     let big = mock(MockProfile::healthy());
     let config = Config::from_yaml_str(&format!(
         r#"

@@ -20,7 +20,10 @@ use serde_json::{Value, json};
 use switchyard::{
     Config,
     gateway::{ConnectionLimits, Gateway, GatewayBuilder},
-    services::sim::{Latency, SimProfile, SimProvider},
+    services::{
+        profile::Latency,
+        sim::{SimProfile, SimProvider},
+    },
 };
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -46,7 +49,7 @@ general_settings: { master_key: sk-edge-master }
 
 fn sim(latency: Duration) -> SimProvider {
     let l = Latency::fixed(latency);
-    let profile = SimProfile::builder().latency(l).ttft(l).chunk_delay(Latency::fixed(Duration::from_millis(1)));
+    let profile = SimProfile::builder().latency(l).ttft(l).chunk_interval(Latency::fixed(Duration::from_millis(1)));
     SimProvider::new(3).default_profile(profile.build().expect("valid profile"))
 }
 

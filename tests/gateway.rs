@@ -21,8 +21,9 @@ use switchyard::{
     gateway::Gateway,
     services::{
         mock::{MockProfile, MockUpstream},
+        profile::{Failure, Latency},
         provider::{HttpProvider, ProviderConfig},
-        sim::{Latency, SimFailure, SimProfile, SimProvider},
+        sim::{SimProfile, SimProvider},
     },
 };
 use tokio::sync::{mpsc, oneshot};
@@ -62,7 +63,7 @@ fn gateway_with(yaml: &str, sim: SimProvider) -> Gateway {
 /// A simulator answering in a millisecond.
 fn quick_sim(seed: u64) -> SimProvider {
     let ms = Latency::fixed(Duration::from_millis(1));
-    let quick = SimProfile::builder().latency(ms).ttft(ms).chunk_delay(ms).build().expect("valid profile");
+    let quick = SimProfile::builder().latency(ms).ttft(ms).chunk_interval(ms).build().expect("valid profile");
     SimProvider::new(seed).default_profile(quick)
 }
 
@@ -70,7 +71,7 @@ fn gateway() -> Gateway {
     gateway_with(CONFIG, quick_sim(1))
 }
 
-fn failing(kind: SimFailure) -> SimProfile {
+fn failing(kind: Failure) -> SimProfile {
     SimProfile::builder().fail(kind, 1.0).build().expect("valid profile")
 }
 
@@ -311,7 +312,7 @@ model_list:
   - { model_name: g, litellm_params: { model: openai/g }, model_info: { id: steady } }
 general_settings: { master_key: sk-test-master }
 "#;
-    let gw = gateway_with(GROUP, quick_sim(3).profile("flaky", failing(SimFailure::RateLimited)));
+    let gw = gateway_with(GROUP, quick_sim(3).profile("flaky", failing(Failure::RateLimited)));
     // `flaky` answers 429 the first time it is picked, which benches it; until then the random
     // pick may choose `steady` directly.
     for _ in 0..40 {
@@ -329,8 +330,7 @@ general_settings: { master_key: sk-test-master }
 
 #[tokio::test]
 async fn routing_headers_count_a_fallback() {
-    let sim =
-        quick_sim(4).profile("a", failing(SimFailure::InternalError)).profile("b", failing(SimFailure::InternalError));
+    let sim = quick_sim(4).profile("a", failing(Failure::InternalError)).profile("b", failing(Failure::InternalError));
     let gw = gateway_with(CONFIG, sim);
     let answer = send(&gw, chat("gpt-4o")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
@@ -540,7 +540,7 @@ async fn reload_swaps_deployments_while_a_stream_in_flight_completes() {
     // `old` streams slowly: 20 chunks 20 ms apart.
     let slow = SimProfile::builder()
         .chunks(20)
-        .chunk_delay(Latency::fixed(Duration::from_millis(20)))
+        .chunk_interval(Latency::fixed(Duration::from_millis(20)))
         .build()
         .expect("valid profile");
     let sim = SimProvider::new(6).profile("old", slow);
@@ -730,10 +730,10 @@ async fn shutdown_cuts_off_what_still_runs_after_the_grace_period() {
     let (started_tx, mut started) = mpsc::unbounded_channel::<()>();
     let long_stream = SimProfile::builder()
         .chunks(100)
-        .chunk_delay(Latency::fixed(Duration::from_millis(100)))
+        .chunk_interval(Latency::fixed(Duration::from_millis(100)))
         .build()
         .expect("valid profile");
-    let sim = SimProvider::new(9).default_profile(failing(SimFailure::Hang)).profile("c", long_stream);
+    let sim = SimProvider::new(9).default_profile(failing(Failure::Hang)).profile("c", long_stream);
     let provider = ServiceBuilder::new()
         .map_request(move |req: Request<Bytes>| {
             let _ = started_tx.send(());

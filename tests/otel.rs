@@ -27,7 +27,8 @@ use switchyard::{
     otel::{self, OtelConfig},
     services::{
         openai::{ChatMessage, ChatRequest},
-        sim::{Latency, SimFailure, SimProfile, SimProvider},
+        profile::{Failure, Latency},
+        sim::{SimProfile, SimProvider},
     },
 };
 use tokio::net::TcpListener;
@@ -142,7 +143,7 @@ async fn a_call_that_falls_back_exports_its_span_its_attempts_and_its_decisions(
     let subscriber = tracing_subscriber::registry().with(layer);
 
     let quick = Latency::fixed(Duration::from_millis(1));
-    let limited = SimProfile::builder().latency(quick).error_latency(quick).fail(SimFailure::RateLimited, 1.0);
+    let limited = SimProfile::builder().latency(quick).error_latency(quick).fail(Failure::RateLimited, 1.0);
     let sim = SimProvider::new(5)
         .default_profile(SimProfile::builder().latency(quick).build().expect("valid profile"))
         .profile("eu", limited.clone().build().expect("valid profile"))

@@ -16,18 +16,19 @@ use switchyard::{
     Config, RouteError, RouteErrorKind, Router,
     services::{
         openai::{ChatMessage, ChatRequest},
-        sim::{SimFailure, SimProfile, SimProvider},
+        profile::Failure,
+        sim::{SimProfile, SimProvider},
     },
 };
 
-const KINDS: [SimFailure; 7] = [
-    SimFailure::InternalError,
-    SimFailure::RateLimited,
-    SimFailure::Unavailable,
-    SimFailure::Connect,
-    SimFailure::ContextWindowExceeded,
-    SimFailure::ContentFilter,
-    SimFailure::Unauthorized,
+const KINDS: [Failure; 7] = [
+    Failure::InternalError,
+    Failure::RateLimited,
+    Failure::Unavailable,
+    Failure::Connect,
+    Failure::ContextWindowExceeded,
+    Failure::ContentFilter,
+    Failure::Unauthorized,
 ];
 
 /// Groups of 1-3 deployments that all fail (each group with its own kind), and fallback tables

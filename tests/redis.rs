@@ -17,7 +17,8 @@ use switchyard::{
     },
     services::{
         openai::{ChatMessage, ChatRequest},
-        sim::{Latency, SimFailure, SimProfile, SimProvider},
+        profile::{Failure, Latency},
+        sim::{SimProfile, SimProvider},
     },
 };
 
@@ -45,8 +46,8 @@ router_settings:
 "#;
 
 fn sim() -> SimProvider {
-    let fast = SimProfile::builder().latency(Latency::ZERO).ttft(Latency::ZERO).chunk_delay(Latency::ZERO);
-    let bad = fast.clone().error_latency(Latency::ZERO).fail(SimFailure::InternalError, 1.0);
+    let fast = SimProfile::builder().latency(Latency::ZERO).ttft(Latency::ZERO).chunk_interval(Latency::ZERO);
+    let bad = fast.clone().error_latency(Latency::ZERO).fail(Failure::InternalError, 1.0);
     SimProvider::new(7).default_profile(fast.build().unwrap()).profile("pair-bad", bad.build().unwrap())
 }
 

@@ -31,7 +31,7 @@ use switchyard::{
     layers::DeploymentId,
     services::{
         mock::{MockHandle, MockProfile, MockUpstream},
-        sim::Latency,
+        profile::{Failure, Latency},
     },
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -68,7 +68,7 @@ fn faults_before_commit() -> Vec<(&'static str, String, Option<MockHandle>)> {
         ("stall", MockProfile::builder().stall(1.0)),
         ("huge", MockProfile::builder().huge_response(2 << 20)),
         ("malformed", MockProfile::builder().malformed_chunk(0, 1.0)),
-        ("error_500", MockProfile::builder().fail(1.0, StatusCode::INTERNAL_SERVER_ERROR)),
+        ("error_500", MockProfile::builder().fail(Failure::InternalError, 1.0)),
     ];
     let mut out: Vec<_> = mocks
         .into_iter()

@@ -11,7 +11,8 @@ use switchyard::{
     layers::{StateStore, state::CooldownState},
     services::{
         openai::{ChatMessage, ChatRequest},
-        sim::{Latency, SimFailure, SimProfile, SimProvider},
+        profile::{Failure, Latency},
+        sim::{SimProfile, SimProvider},
     },
 };
 
@@ -32,7 +33,7 @@ fn hello(model: &str) -> ChatRequest {
     ChatRequest::new(model, vec![ChatMessage::user("hello")])
 }
 
-fn failing(kind: SimFailure) -> SimProfile {
+fn failing(kind: Failure) -> SimProfile {
     SimProfile::builder().fail(kind, 1.0).build().expect("valid profile")
 }
 
@@ -72,7 +73,7 @@ model_list:
 "#;
 
 fn one_bad() -> SimProvider {
-    SimProvider::new(2).profile("bad", failing(SimFailure::InternalError))
+    SimProvider::new(2).profile("bad", failing(Failure::InternalError))
 }
 
 #[tokio::test(start_paused = true)]
@@ -108,9 +109,9 @@ model_list:
 #[tokio::test(start_paused = true)]
 async fn a_reload_changes_the_fallback_tables() {
     let sim = SimProvider::new(3)
-        .profile("g1", failing(SimFailure::InternalError))
-        .profile("small1", failing(SimFailure::ContextWindowExceeded))
-        .profile("strict1", failing(SimFailure::ContentFilter));
+        .profile("g1", failing(Failure::InternalError))
+        .profile("small1", failing(Failure::ContextWindowExceeded))
+        .profile("strict1", failing(Failure::ContentFilter));
     let router = router(&format!("{FAILING_GROUPS}router_settings: {{ num_retries: 0 }}\n"), sim);
     for group in ["g", "small", "strict"] {
         assert!(router.chat(hello(group)).await.is_err(), "{group}: no fallback yet");
@@ -258,7 +259,7 @@ async fn a_refused_reload_changes_nothing() {
 async fn a_stream_in_flight_finishes_on_the_stack_it_started_on() {
     let slow = SimProfile::builder()
         .chunks(10)
-        .chunk_delay(Latency::fixed(Duration::from_millis(20)))
+        .chunk_interval(Latency::fixed(Duration::from_millis(20)))
         .build()
         .expect("valid profile");
     let yaml = "model_list:\n  - { model_name: g, litellm_params: { model: openai/g }, model_info: { id: g1 } }\n";
@@ -387,7 +388,7 @@ general_settings: { master_key: sk-new }
     #[tokio::test]
     async fn post_reload_applies_router_settings_and_the_master_key() {
         let file = ConfigFile::new(BEFORE);
-        let gw = gateway(&file, SimProvider::new(1).profile("g1", failing(SimFailure::InternalError)));
+        let gw = gateway(&file, SimProvider::new(1).profile("g1", failing(Failure::InternalError)));
         let (status, _, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("g")).await;
         assert!(status.is_server_error(), "{status}");
 
@@ -406,7 +407,7 @@ general_settings: { master_key: sk-new }
     #[tokio::test]
     async fn a_broken_file_changes_no_setting() {
         let file = ConfigFile::new(BEFORE);
-        let gw = gateway(&file, SimProvider::new(2).profile("g1", failing(SimFailure::InternalError)));
+        let gw = gateway(&file, SimProvider::new(2).profile("g1", failing(Failure::InternalError)));
         file.write(&AFTER.replace("num_retries: 0,", "num_retries: 0, retry_policy: { NoSuchErrorRetries: 1 },"));
         let (status, _, answer) = send(&gw, "sk-old", "/router/reload", json!({})).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -9,7 +9,8 @@ use switchyard::{
     Config, Outcome, RouteError, RouteErrorKind, Router,
     services::{
         openai::{ChatMessage, ChatRequest},
-        sim::{SimFailure, SimProfile, SimProvider},
+        profile::Failure,
+        sim::{SimProfile, SimProvider},
     },
 };
 
@@ -17,7 +18,7 @@ fn hello(model: &str) -> ChatRequest {
     ChatRequest::new(model, vec![ChatMessage::user("hello")])
 }
 
-fn failing(kind: SimFailure, rate: f64) -> SimProfile {
+fn failing(kind: Failure, rate: f64) -> SimProfile {
     SimProfile::builder().fail(kind, rate).build().expect("valid profile")
 }
 
@@ -41,7 +42,7 @@ fn router(sim: SimProvider) -> Router {
 
 #[tokio::test(start_paused = true)]
 async fn a_failing_deployment_is_retried_on_its_sibling_and_then_benched() {
-    let sim = SimProvider::new(1).profile("p1", failing(SimFailure::RateLimited, 1.0));
+    let sim = SimProvider::new(1).profile("p1", failing(Failure::RateLimited, 1.0));
     let stats = sim.stats();
     let router = router(sim);
     for _ in 0..50 {
@@ -57,8 +58,8 @@ async fn a_failing_deployment_is_retried_on_its_sibling_and_then_benched() {
 #[tokio::test(start_paused = true)]
 async fn a_group_that_fails_entirely_falls_back_and_reports_retries_and_hops() {
     let sim = SimProvider::new(2)
-        .profile("p1", failing(SimFailure::InternalError, 1.0))
-        .profile("p2", failing(SimFailure::InternalError, 1.0));
+        .profile("p1", failing(Failure::InternalError, 1.0))
+        .profile("p2", failing(Failure::InternalError, 1.0));
     let router = router(sim);
     let answer = router.chat(hello("primary")).await.expect("served by the backup group");
     assert_eq!(&*answer.served.group, "backup");
@@ -72,8 +73,8 @@ async fn a_group_that_fails_entirely_falls_back_and_reports_retries_and_hops() {
 #[tokio::test(start_paused = true)]
 async fn a_context_window_error_goes_straight_to_the_context_window_table() {
     let sim = SimProvider::new(3)
-        .profile("p1", failing(SimFailure::ContextWindowExceeded, 1.0))
-        .profile("p2", failing(SimFailure::ContextWindowExceeded, 1.0));
+        .profile("p1", failing(Failure::ContextWindowExceeded, 1.0))
+        .profile("p2", failing(Failure::ContextWindowExceeded, 1.0));
     let stats = sim.stats();
     let router = router(sim);
     let answer = router.chat(hello("primary")).await.expect("served by the big-context group");
@@ -84,7 +85,7 @@ async fn a_context_window_error_goes_straight_to_the_context_window_table() {
 
 #[tokio::test(start_paused = true)]
 async fn when_everything_fails_the_last_error_comes_back_with_every_attempt() {
-    let sim = SimProvider::new(4).default_profile(failing(SimFailure::Unavailable, 1.0));
+    let sim = SimProvider::new(4).default_profile(failing(Failure::Unavailable, 1.0));
     let router = router(sim);
     let err = router.chat(hello("primary")).await.expect_err("nothing can serve");
     assert_eq!(err.kind(), RouteErrorKind::Upstream);
@@ -102,7 +103,7 @@ router_settings:
   num_retries: 10
   deadline: 3
 "#;
-    let sim = SimProvider::new(5).default_profile(failing(SimFailure::InternalError, 1.0));
+    let sim = SimProvider::new(5).default_profile(failing(Failure::InternalError, 1.0));
     let router = Router::builder(&Config::from_yaml_str(yaml).expect("valid")).seed(1).build(sim).expect("router");
     let start = tokio::time::Instant::now();
     router.chat(hello("solo")).await.expect_err("always fails");
@@ -125,8 +126,7 @@ fn world() -> impl Strategy<Value = World> {
         .prop_map(|(groups, edges, num_retries, max_fallbacks)| World { groups, edges, num_retries, max_fallbacks })
 }
 
-const KINDS: [SimFailure; 4] =
-    [SimFailure::InternalError, SimFailure::RateLimited, SimFailure::Unavailable, SimFailure::Connect];
+const KINDS: [Failure; 4] = [Failure::InternalError, Failure::RateLimited, Failure::Unavailable, Failure::Connect];
 
 impl World {
     fn config(&self) -> Config {

@@ -8,7 +8,8 @@ use switchyard::{
     layers::Deployment,
     services::{
         openai::{ChatMessage, ChatRequest, EmbeddingRequest},
-        sim::{Latency, SimFailure, SimProfile, SimProvider},
+        profile::{Failure, Latency},
+        sim::{SimProfile, SimProvider},
     },
 };
 
@@ -81,7 +82,7 @@ async fn stream_resolves_at_the_first_chunk_and_ends_cleanly() {
     let sim = SimProvider::new(4).default_profile(
         SimProfile::builder()
             .ttft(Latency::fixed(ttft))
-            .chunk_delay(Latency::fixed(Duration::from_millis(20)))
+            .chunk_interval(Latency::fixed(Duration::from_millis(20)))
             .chunks(5)
             .build()
             .expect("profile"),
@@ -121,7 +122,7 @@ async fn a_mid_stream_failure_is_an_error_item_not_a_clean_end() {
 async fn upstream_failures_come_back_typed_with_their_outcome() {
     let sim = SimProvider::new(6).default_profile(
         SimProfile::builder()
-            .fail(SimFailure::RateLimited, 1.0)
+            .fail(Failure::RateLimited, 1.0)
             .retry_after(Duration::from_secs(7))
             .build()
             .expect("profile"),

@@ -214,8 +214,9 @@ async fn anthropic_sdk_is_answered_in_its_dialect_by_an_openai_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_sdk_gets_a_message_when_the_claude_group_falls_back_to_an_openai_group() {
-    let claude =
-        mock(MockProfile::builder().fail(1.0, StatusCode::from_u16(529).expect("status")).build().expect("profile"));
+    let claude = mock(
+        MockProfile::builder().fail_status(StatusCode::from_u16(529).expect("status"), 1.0).build().expect("profile"),
+    );
     let openai = healthy();
     let model_list = format!(
         "{}{}",

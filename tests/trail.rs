@@ -12,7 +12,10 @@ use serde_json::json;
 use switchyard::{
     Config,
     gateway::{Gateway, GatewayBuilder},
-    services::sim::{Latency, SimFailure, SimProfile, SimProvider},
+    services::{
+        profile::{Failure, Latency},
+        sim::{SimProfile, SimProvider},
+    },
 };
 use tower::ServiceExt;
 
@@ -33,8 +36,8 @@ router_settings:
 fn builder(failing: &[&str]) -> GatewayBuilder {
     let ms = |n| Latency::fixed(Duration::from_millis(n));
     let profile = |fail: bool| {
-        let p = SimProfile::builder().latency(ms(40)).ttft(ms(25)).chunk_delay(ms(1)).error_latency(ms(12));
-        let p = if fail { p.fail(SimFailure::InternalError, 1.0) } else { p };
+        let p = SimProfile::builder().latency(ms(40)).ttft(ms(25)).chunk_interval(ms(1)).error_latency(ms(12));
+        let p = if fail { p.fail(Failure::InternalError, 1.0) } else { p };
         p.build().expect("valid profile")
     };
     let mut sim = SimProvider::new(1).default_profile(profile(false));

@@ -25,8 +25,8 @@ use switchyard::{
     gateway::Gateway,
     services::{
         mock::{MockHandle, MockProfile, MockUpstream},
+        profile::{Failure, Latency},
         provider::{HttpProvider, ProviderConfig},
-        sim::Latency,
     },
 };
 use tower::ServiceExt;
@@ -49,9 +49,8 @@ impl Upstreams {
         let ms = |n| Latency::log_normal(Duration::from_millis(n), Duration::from_millis(n * 4));
         let healthy =
             MockProfile::builder().latency(ms(25)).chunk_interval(ms(4)).chunks(6).build().expect("valid profile");
-        let limited = MockProfile::builder().fail(1.0, StatusCode::TOO_MANY_REQUESTS).build().expect("valid profile");
-        let broken =
-            MockProfile::builder().fail(1.0, StatusCode::INTERNAL_SERVER_ERROR).build().expect("valid profile");
+        let limited = MockProfile::builder().fail(Failure::RateLimited, 1.0).build().expect("valid profile");
+        let broken = MockProfile::builder().fail(Failure::InternalError, 1.0).build().expect("valid profile");
         Self {
             healthy: MockUpstream::start(healthy).expect("mock upstream"),
             limited: MockUpstream::start(limited).expect("mock upstream"),

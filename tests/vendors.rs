@@ -8,6 +8,7 @@
 use http::StatusCode;
 use serde_json::{Value, json};
 use switchyard::services::mock::{BedrockAuth, MockHandle, MockProfile};
+use switchyard::services::profile::Failure;
 
 #[allow(dead_code)]
 #[path = "support/loopback.rs"]
@@ -203,7 +204,7 @@ async fn vendor_errors_are_classified_and_credentials_never_leak() {
     let (g, c, b) = (
         failing(429),
         failing(429),
-        bedrock(MockProfile::builder().fail(1.0, StatusCode::TOO_MANY_REQUESTS).build().expect("profile")),
+        bedrock(MockProfile::builder().fail(Failure::RateLimited, 1.0).build().expect("profile")),
     );
     let yaml = format!(
         "model_list:\n{}{}{}router_settings:\n  num_retries: 0\n",

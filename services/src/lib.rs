@@ -1,5 +1,6 @@
 //! Switchyard's provider services: OpenAI wire types ([`openai`]) and a simulated upstream
-//! ([`sim`]) that streams, fails and stalls like a real one, for tests, benchmarks and the demo.
+//! ([`sim`]) that streams, fails and stalls like a real one, for tests, benchmarks and the demo,
+//! described in the [`profile`] vocabulary it shares with the HTTP mock upstream (feature `mock`).
 //! A provider is the innermost `Service` of a Switchyard stack: it sends each attempt to the
 //! deployment the select layer chose (`RouteCtx::selected`) and returns an
 //! `http::Response<RouteBody>` or a classified `RouteError`.
@@ -34,6 +35,7 @@ pub mod ingress;
 #[cfg(feature = "mock")]
 pub mod mock;
 pub mod openai;
+pub mod profile;
 pub mod provider;
 pub mod sim;
 

@@ -17,7 +17,7 @@ use switchyard_layers::{Outcome, outcome::classify};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
     openai::{ChatChunk, ChatCompletion, EmbeddingResponse, ErrorResponse, SseDecoder},
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::{Instant, timeout};
 
@@ -140,7 +140,7 @@ async fn a_stream_without_include_usage_has_no_usage_chunk() {
 
 #[tokio::test]
 async fn injected_failures_converge_to_their_rate_and_repeat_with_the_seed() {
-    let profile = MockProfile::builder().fail(0.3, StatusCode::SERVICE_UNAVAILABLE).seed(7).build().expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::Unavailable, 0.3).seed(7).build().expect("a profile");
     let client = client();
     let mut runs = Vec::new();
     for _ in 0..2 {
@@ -163,7 +163,7 @@ async fn injected_failures_converge_to_their_rate_and_repeat_with_the_seed() {
 #[tokio::test]
 async fn failures_carry_retry_after_and_an_openai_error_the_classifier_reads() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_secs(2))
         .build()
         .expect("a profile");
@@ -180,13 +180,7 @@ async fn failures_carry_retry_after_and_an_openai_error_the_classifier_reads() {
     assert_eq!(classified.outcome, Outcome::RateLimited);
     assert_eq!(classified.retry_after, Some(Duration::from_secs(2)));
 
-    upstream.set_profile(
-        MockProfile::builder()
-            .fail(1.0, StatusCode::BAD_REQUEST)
-            .error_code("context_length_exceeded")
-            .build()
-            .expect("a profile"),
-    );
+    upstream.set_profile(MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("a profile"));
     let resp = post(&client, upstream.base_url() + "/chat/completions", chat("gpt-4o", "hi")).await;
     let status = resp.status();
     let body = body_of(resp).await;

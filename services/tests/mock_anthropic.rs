@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
     openai::SseDecoder,
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::timeout;
 
@@ -690,7 +690,7 @@ async fn a_stalled_stream_sends_headers_then_nothing_until_shutdown() {
 
 async fn failing(status: u16, code: Option<&str>) -> http::Response<Incoming> {
     let status = StatusCode::from_u16(status).expect("a status");
-    let mut profile = MockProfile::builder().fail(1.0, status);
+    let mut profile = MockProfile::builder().fail_status(status, 1.0);
     if let Some(code) = code {
         profile = profile.error_code(code);
     }
@@ -739,7 +739,7 @@ async fn context_length_exceeded_is_prompt_is_too_long() {
 #[tokio::test]
 async fn a_429_sends_retry_after_and_the_request_rate_limit_headers() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_millis(1500))
         .build()
         .expect("a profile");
@@ -761,8 +761,7 @@ async fn a_429_sends_retry_after_and_the_request_rate_limit_headers() {
 
 #[tokio::test]
 async fn one_profile_draws_the_same_failures_in_both_dialects() {
-    let profile =
-        MockProfile::builder().fail(0.5, StatusCode::SERVICE_UNAVAILABLE).seed(11).build().expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::Unavailable, 0.5).seed(11).build().expect("a profile");
     let (openai, anthropic) = (start(profile.clone()), start(profile));
     let client = client();
     let mut runs = (Vec::new(), Vec::new());

@@ -19,7 +19,7 @@ use hyper_util::{
 use serde_json::{Value, json};
 use switchyard_services::{
     mock::{BedrockAuth, MockHandle, MockProfile, MockUpstream},
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::timeout;
 
@@ -596,7 +596,7 @@ async fn injected_failures_carry_bedrock_exception_types() {
     ];
     for (status, expected) in cases {
         let status = StatusCode::from_u16(status).expect("a status");
-        let upstream = start(MockProfile::builder().fail(1.0, status).build().expect("a profile"));
+        let upstream = start(MockProfile::builder().fail_status(status, 1.0).build().expect("a profile"));
         let (got, kind, message) = error_of(converse(&upstream, ask("hi")).await).await;
         assert_eq!((got, kind.as_str()), (status, expected));
         assert!(!message.is_empty());
@@ -606,11 +606,7 @@ async fn injected_failures_carry_bedrock_exception_types() {
 
 #[tokio::test]
 async fn a_context_length_failure_says_the_input_is_too_long() {
-    let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::BAD_REQUEST)
-        .error_code("context_length_exceeded")
-        .build()
-        .expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("a profile");
     let upstream = start(profile);
     let (status, kind, message) = error_of(converse(&upstream, ask("hi")).await).await;
     assert_eq!((status, kind.as_str()), (StatusCode::BAD_REQUEST, "ValidationException"));
@@ -619,7 +615,7 @@ async fn a_context_length_failure_says_the_input_is_too_long() {
 
 #[tokio::test]
 async fn a_failed_stream_request_is_an_http_error_not_a_frame() {
-    let upstream = start(MockProfile::builder().fail(1.0, StatusCode::TOO_MANY_REQUESTS).build().expect("a profile"));
+    let upstream = start(MockProfile::builder().fail(Failure::RateLimited, 1.0).build().expect("a profile"));
     let resp = send(&upstream, &format!("/model/{PROFILE_ID}/converse-stream"), &signed(), ask("hi").to_string()).await;
     assert_eq!(error_of(resp).await.1, "ThrottlingException");
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
     openai::SseDecoder,
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::timeout;
 
@@ -480,7 +480,8 @@ async fn each_injected_status_answers_cohere_s_error_body() {
         (503, None),
     ] {
         let status = StatusCode::from_u16(status).expect("a status");
-        let (got, got_message, _) = failing(MockProfile::builder().fail(1.0, status).build().expect("a profile")).await;
+        let (got, got_message, _) =
+            failing(MockProfile::builder().fail_status(status, 1.0).build().expect("a profile")).await;
         assert_eq!(got, status);
         if let Some(message) = message {
             assert_eq!(got_message, message);
@@ -491,7 +492,7 @@ async fn each_injected_status_answers_cohere_s_error_body() {
 #[tokio::test]
 async fn a_429_is_the_trial_key_limit_with_retry_after() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_secs(3))
         .build()
         .expect("a profile");
@@ -503,11 +504,7 @@ async fn a_429_is_the_trial_key_limit_with_retry_after() {
 
 #[tokio::test]
 async fn context_length_exceeded_is_too_many_tokens() {
-    let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::BAD_REQUEST)
-        .error_code("context_length_exceeded")
-        .build()
-        .expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("a profile");
     let (_, message, _) = failing(profile).await;
     assert!(message.starts_with("too many tokens: total number of tokens in the prompt cannot exceed"), "{message}");
 }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
     openai::SseDecoder,
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::timeout;
 
@@ -455,7 +455,7 @@ async fn each_injected_status_answers_its_canonical_code() {
         (504, "DEADLINE_EXCEEDED"),
     ] {
         let status = StatusCode::from_u16(status).expect("a status");
-        let (got, error) = failing(MockProfile::builder().fail(1.0, status).build().expect("a profile")).await;
+        let (got, error) = failing(MockProfile::builder().fail_status(status, 1.0).build().expect("a profile")).await;
         assert_eq!((got, error["status"].as_str()), (status, Some(code)));
         assert!(error.get("details").is_none(), "{error}");
     }
@@ -464,7 +464,7 @@ async fn each_injected_status_answers_its_canonical_code() {
 #[tokio::test]
 async fn a_429_is_resource_exhausted_with_retry_info() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_secs(7))
         .build()
         .expect("a profile");
@@ -480,7 +480,7 @@ async fn a_429_is_resource_exhausted_with_retry_info() {
 #[tokio::test]
 async fn a_fractional_retry_delay_keeps_its_milliseconds() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_millis(1500))
         .build()
         .expect("a profile");
@@ -490,11 +490,7 @@ async fn a_fractional_retry_delay_keeps_its_milliseconds() {
 
 #[tokio::test]
 async fn context_length_exceeded_is_the_input_token_count_message() {
-    let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::BAD_REQUEST)
-        .error_code("context_length_exceeded")
-        .build()
-        .expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("a profile");
     let (_, error) = failing(profile).await;
     assert_eq!(
         error["message"],
@@ -504,8 +500,7 @@ async fn context_length_exceeded_is_the_input_token_count_message() {
 
 #[tokio::test]
 async fn one_profile_draws_the_same_failures_as_the_openai_side() {
-    let profile =
-        MockProfile::builder().fail(0.5, StatusCode::SERVICE_UNAVAILABLE).seed(11).build().expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::Unavailable, 0.5).seed(11).build().expect("a profile");
     let (openai, gemini) = (start(profile.clone()), start(profile));
     let client = client();
     let mut runs = (Vec::new(), Vec::new());

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
     openai::SseDecoder,
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use tokio::time::timeout;
 
@@ -877,7 +877,7 @@ async fn at_most_ten_thousand_responses_are_kept_the_oldest_forgotten_first() {
 
 async fn failing(status: u16, code: Option<&str>) -> (MockHandle, http::Response<Incoming>) {
     let status = StatusCode::from_u16(status).expect("a status");
-    let mut profile = MockProfile::builder().fail(1.0, status);
+    let mut profile = MockProfile::builder().fail_status(status, 1.0);
     if let Some(code) = code {
         profile = profile.error_code(code);
     }
@@ -913,7 +913,7 @@ async fn context_length_exceeded_names_the_input() {
 #[tokio::test]
 async fn a_429_sends_retry_after_and_the_request_rate_limit_headers() {
     let profile = MockProfile::builder()
-        .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+        .fail(Failure::RateLimited, 1.0)
         .retry_after(Duration::from_millis(1500))
         .build()
         .expect("a profile");
@@ -932,7 +932,7 @@ async fn a_429_sends_retry_after_and_the_request_rate_limit_headers() {
 async fn follow_ups_draw_injected_failures_too() {
     let upstream = start(profile());
     let created = answer(&upstream, &ask("m", "hi")).await;
-    upstream.set_profile(MockProfile::builder().fail(1.0, StatusCode::SERVICE_UNAVAILABLE).build().expect("a profile"));
+    upstream.set_profile(MockProfile::builder().fail(Failure::Unavailable, 1.0).build().expect("a profile"));
     let path = format!("/responses/{}", created["id"].as_str().expect("an id"));
     let (status, error) = error_of(send(&upstream, Method::GET, &path, Bytes::new()).await).await;
     assert_eq!((status, error["type"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("server_error")));
@@ -940,8 +940,7 @@ async fn follow_ups_draw_injected_failures_too() {
 
 #[tokio::test]
 async fn one_profile_draws_the_same_failures_as_the_chat_route() {
-    let profile =
-        MockProfile::builder().fail(0.5, StatusCode::SERVICE_UNAVAILABLE).seed(11).build().expect("a profile");
+    let profile = MockProfile::builder().fail(Failure::Unavailable, 0.5).seed(11).build().expect("a profile");
     let (chat, responses) = (start(profile.clone()), start(profile));
     let mut runs = (Vec::new(), Vec::new());
     for _ in 0..24 {

@@ -17,7 +17,8 @@ use switchyard_layers::{
 };
 use switchyard_services::{
     openai::{ChatChunk, ChatCompletion, EmbeddingResponse, ErrorResponse, SseDecoder},
-    sim::{Latency, SimFailure, SimProfile, SimProvider},
+    profile::{Failure, Latency},
+    sim::{SimProfile, SimProvider},
 };
 use tokio::time::Instant;
 use tower::{Service, ServiceBuilder, ServiceExt};
@@ -51,14 +52,14 @@ fn outcome(answer: &Answer) -> Outcome {
     }
 }
 
-fn always(kind: SimFailure) -> SimProfile {
+fn always(kind: Failure) -> SimProfile {
     SimProfile::builder().fail(kind, 1.0).error_latency(Latency::ZERO).build().expect("valid profile")
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_429_profile_is_classified_rate_limited_with_its_retry_after() {
     let throttled =
-        SimProfile::builder().fail(SimFailure::RateLimited, 1.0).retry_after(Duration::from_secs(3)).build().unwrap();
+        SimProfile::builder().fail(Failure::RateLimited, 1.0).retry_after(Duration::from_secs(3)).build().unwrap();
     let fast = throttled.to_builder().retry_after(Duration::from_millis(250)).build().unwrap();
     let mut sim = SimProvider::new(1).profile("d1", throttled).profile("d2", fast);
 
@@ -78,13 +79,13 @@ async fn a_429_profile_is_classified_rate_limited_with_its_retry_after() {
 #[tokio::test(start_paused = true)]
 async fn every_failure_kind_is_classified_by_the_real_classifier() {
     let cases = [
-        (SimFailure::InternalError, Some(500), Outcome::ServerError),
-        (SimFailure::Unavailable, Some(503), Outcome::ServerError),
-        (SimFailure::Unauthorized, Some(401), Outcome::Auth),
-        (SimFailure::NotFound, Some(404), Outcome::NotFound),
-        (SimFailure::ContextWindowExceeded, Some(400), Outcome::ContextWindowExceeded),
-        (SimFailure::ContentFilter, Some(400), Outcome::ContentPolicy),
-        (SimFailure::Connect, None, Outcome::Connect),
+        (Failure::InternalError, Some(500), Outcome::ServerError),
+        (Failure::Unavailable, Some(503), Outcome::ServerError),
+        (Failure::Unauthorized, Some(401), Outcome::Auth),
+        (Failure::NotFound, Some(404), Outcome::NotFound),
+        (Failure::ContextWindowExceeded, Some(400), Outcome::ContextWindowExceeded),
+        (Failure::ContentFilter, Some(400), Outcome::ContentPolicy),
+        (Failure::Connect, None, Outcome::Connect),
     ];
     for (kind, status, expected) in cases {
         let mut sim = SimProvider::new(2).default_profile(always(kind));
@@ -149,7 +150,7 @@ async fn the_completions_endpoint_answers_text_completions() {
 async fn a_stream_resolves_at_its_first_chunk_and_ends_with_usage_and_done() {
     let profile = SimProfile::builder()
         .ttft(Latency::fixed(Duration::from_millis(300)))
-        .chunk_delay(Latency::fixed(Duration::from_millis(20)))
+        .chunk_interval(Latency::fixed(Duration::from_millis(20)))
         .chunks(4)
         .build()
         .unwrap();
@@ -211,8 +212,8 @@ async fn a_mid_stream_failure_ends_the_body_with_a_transport_error() {
 #[tokio::test(start_paused = true)]
 async fn failure_rates_converge_over_many_seeded_calls() {
     let profile = SimProfile::builder()
-        .fail(SimFailure::InternalError, 0.3)
-        .fail(SimFailure::RateLimited, 0.1)
+        .fail(Failure::InternalError, 0.3)
+        .fail(Failure::RateLimited, 0.1)
         .latency(Latency::ZERO)
         .error_latency(Latency::ZERO)
         .build()
@@ -244,7 +245,7 @@ async fn sequence(sim: &mut SimProvider, n: usize) -> Vec<Outcome> {
 }
 
 fn coin() -> SimProfile {
-    SimProfile::builder().fail(SimFailure::InternalError, 0.5).latency(Latency::ZERO).build().unwrap()
+    SimProfile::builder().fail(Failure::InternalError, 0.5).latency(Latency::ZERO).build().unwrap()
 }
 
 #[tokio::test(start_paused = true)]
@@ -265,7 +266,7 @@ async fn the_same_seed_reproduces_the_same_answers() {
 
 #[tokio::test(start_paused = true)]
 async fn a_hanging_deployment_answers_only_the_timeout() {
-    let mut sim = SimProvider::new(11).default_profile(always(SimFailure::Hang));
+    let mut sim = SimProvider::new(11).default_profile(always(Failure::Hang));
     let attempt = call(&mut sim, request("d1", RequestFacts::new()));
     assert!(tokio::time::timeout(Duration::from_secs(60), attempt).await.is_err());
     let stats = sim.stats().deployment("d1");
@@ -284,12 +285,12 @@ async fn a_stream_is_in_flight_until_its_body_is_dropped() {
 
 #[tokio::test(start_paused = true)]
 async fn a_profile_changed_live_applies_to_every_clone() {
-    let sim = SimProvider::new(13).profile("d1", always(SimFailure::InternalError));
+    let sim = SimProvider::new(13).profile("d1", always(Failure::InternalError));
     let mut clone = sim.clone();
     assert_eq!(outcome(&call(&mut clone, request("d1", RequestFacts::new())).await), Outcome::ServerError);
     sim.set_profile("d1", SimProfile::healthy());
     assert_eq!(outcome(&call(&mut clone, request("d1", RequestFacts::new())).await), Outcome::Success);
-    sim.set_profile("d1", always(SimFailure::NotFound));
+    sim.set_profile("d1", always(Failure::NotFound));
     sim.clear_profile("d1");
     assert_eq!(outcome(&call(&mut clone, request("d1", RequestFacts::new())).await), Outcome::Success);
 }
@@ -313,7 +314,7 @@ async fn under_the_select_layer_every_attempt_reaches_the_chosen_deployment() {
     }
     let select =
         SelectLayer::new(registry, Arc::new(StateStore::memory()), RoutingStrategy::SimpleShuffle.build()).with_seed(1);
-    let sim = SimProvider::new(15).profile("west", always(SimFailure::InternalError));
+    let sim = SimProvider::new(15).profile("west", always(Failure::InternalError));
     let stats = sim.stats();
     let mut stack = ServiceBuilder::new().layer(select).service(sim);
 

@@ -32,7 +32,7 @@ pub(crate) fn healthy() -> MockHandle {
 }
 
 pub(crate) fn failing(status: StatusCode) -> MockHandle {
-    mock(MockProfile::builder().fail(1.0, status).build().expect("valid profile"))
+    mock(MockProfile::builder().fail_status(status, 1.0).build().expect("valid profile"))
 }
 
 /// A gateway served on a loopback port; stops when dropped.

@@ -21,7 +21,7 @@ use hyper_util::{
 use serde_json::{Value, json};
 use switchyard::services::{
     mock::{MockHandle, MockProfile, MockProfileBuilder, MockUpstream},
-    sim::Latency,
+    profile::{Failure, Latency},
 };
 use switchyard::{
     Config,
@@ -264,12 +264,12 @@ impl Fleet {
                 "flaky",
                 start_mock(
                     b().latency(Latency::fixed(ms(2)))
-                        .fail(0.2, StatusCode::SERVICE_UNAVAILABLE)
+                        .fail(Failure::Unavailable, 0.2)
                         .stream_cut(2, 0.05)
                         .malformed_chunk(3, 0.02),
                 ),
             ),
-            ("throttled", start_mock(b().fail(0.3, StatusCode::TOO_MANY_REQUESTS).retry_after(ms(200)))),
+            ("throttled", start_mock(b().fail(Failure::RateLimited, 0.3).retry_after(ms(200)))),
             ("slow", start_mock(b().latency(Latency::log_normal(ms(20), ms(80))))),
             ("capped", start_mock(b())),
         ];

@@ -3,6 +3,11 @@
 //! paced SSE streams with a usage chunk, mid-stream cuts, errors and stalls, all reproducible from
 //! a seed.
 //!
+//! Its [`MockProfile`] speaks the [shared vocabulary](crate::profile) of the simulated upstreams
+//! (latency, failures by kind with `Retry-After`, stream shape), named as the in-process
+//! simulator's, plus what only an HTTP server can do: wire-level stream faults, failures of any
+//! status with a custom error code, connection resets.
+//!
 //! [`MockUpstream::start`] serves a [`MockProfile`] on `127.0.0.1` at a free port and returns a
 //! [`MockHandle`]: its [`base_url`](MockHandle::base_url) is an `api_base` for a deployment, it
 //! counts and records what it received, and its profile can change while it runs. It serves
@@ -121,6 +126,6 @@ mod server;
 mod vertex;
 
 pub use bedrock::BedrockAuth;
-pub use profile::{MockConfigError, MockProfile, MockProfileBuilder};
+pub use profile::{MockProfile, MockProfileBuilder};
 pub use responses::StoredResponse;
 pub use server::{MockHandle, MockStats, MockUpstream, RecordedRequest};

@@ -1,50 +1,12 @@
-//! [`MockProfile`]: how the mock upstream answers.
+//! [`MockProfile`]: how the mock upstream answers, in the [shared vocabulary](crate::profile)
+//! plus the mock's wire-level faults.
 
-use std::{fmt, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use http::StatusCode;
+use rand::Rng;
 
-use crate::sim::{Latency, SimConfigError};
-
-/// A profile that cannot be built.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum MockConfigError {
-    /// A probability is not a finite number in `0..=1`.
-    InvalidRate {
-        /// What the rate is for (`fail`, `stall`, `stream_cut`, `reset`, `no_response`,
-        /// `malformed_chunk`, `missing_done`, `stream_error`).
-        what: &'static str,
-        /// The value given.
-        rate: f64,
-    },
-    /// A latency is not valid (a log-normal one needs `0 < median <= p99`).
-    InvalidLatency(SimConfigError),
-    /// An injected failure must have a 4xx or 5xx status.
-    InvalidStatus(u16),
-    /// A stream needs at least one content chunk.
-    NoChunks,
-}
-
-impl fmt::Display for MockConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::InvalidRate { what, rate } => write!(f, "`{what}` rate must be in 0..=1, got {rate}"),
-            Self::InvalidLatency(e) => e.fmt(f),
-            Self::InvalidStatus(s) => write!(f, "an injected failure needs a 4xx or 5xx status, got {s}"),
-            Self::NoChunks => f.write_str("`chunks` must be at least 1"),
-        }
-    }
-}
-
-impl std::error::Error for MockConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::InvalidLatency(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+use crate::profile::{Failure, Latency, ProfileError, check_failure_rates, check_rate, check_stream};
 
 /// How the mock upstream answers: latency, stream shape, injected failures, cuts and stalls, and
 /// the seed that makes all of it reproducible.
@@ -52,41 +14,56 @@ impl std::error::Error for MockConfigError {
 /// The default profile answers at once, streams 8 content chunks 10 ms apart, and never fails.
 /// Every request draws its behaviour from its own generator, seeded from the profile's seed and
 /// the request's number, in a fixed order (failure, stall, cut, latency, then malformed, missing
-/// `[DONE]` and in-stream error when their rate is not zero, then chunk gaps): the same seed gives
-/// the same sequence of behaviours, in either dialect (OpenAI or Anthropic). Connection faults
-/// (reset, no response) are drawn per connection.
+/// `[DONE]` and in-stream error when their rate is not zero, then which failure when the profile
+/// has several kinds, then chunk gaps): the same seed gives the same sequence of behaviours, in
+/// any dialect. Connection faults (reset, no response) are drawn per connection.
 ///
-/// Injected failures may have any 4xx or 5xx status, Anthropic's `529 Overloaded` included.
+/// Latency, stream shape and failures by kind are the [shared vocabulary](crate::profile), named
+/// as on [`SimProfile`](crate::sim::SimProfile); on top of it, injected failures may have any 4xx
+/// or 5xx status ([`fail_status`](MockProfileBuilder::fail_status), Anthropic's `529 Overloaded`
+/// included) and any error code ([`error_code`](MockProfileBuilder::error_code)).
 ///
 /// ```
 /// use std::time::Duration;
 /// use http::StatusCode;
-/// use switchyard_services::{mock::MockProfile, sim::Latency};
+/// use switchyard_services::{mock::MockProfile, profile::{Failure, Latency}};
 ///
 /// // 60 ms median with a log-normal tail, 30% of requests answer 503.
 /// let flaky = MockProfile::builder()
 ///     .latency(Latency::log_normal(Duration::from_millis(60), Duration::from_millis(250)))
-///     .fail(0.3, StatusCode::SERVICE_UNAVAILABLE)
+///     .fail(Failure::Unavailable, 0.3)
 ///     .seed(7)
 ///     .build()?;
 /// // Always 429 with `Retry-After: 2`.
 /// let throttled = MockProfile::builder()
-///     .fail(1.0, StatusCode::TOO_MANY_REQUESTS)
+///     .fail(Failure::RateLimited, 1.0)
 ///     .retry_after(Duration::from_secs(2))
 ///     .build()?;
-/// assert!(MockProfile::builder().fail(1.5, StatusCode::BAD_GATEWAY).build().is_err());
-/// # let _ = (flaky, throttled);
-/// # Ok::<(), switchyard_services::mock::MockConfigError>(())
+/// // Anthropic's overload status, which no shared failure kind names.
+/// let overloaded = MockProfile::builder().fail_status(StatusCode::from_u16(529)?, 1.0).build()?;
+/// assert!(MockProfile::builder().fail(Failure::InternalError, 1.5).build().is_err());
+/// assert!(MockProfile::builder().fail(Failure::Hang, 1.0).build().is_err(), "a per-connection fault here");
+/// # let _ = (flaky, throttled, overloaded);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct MockProfile {
     pub(crate) latency: Latency,
     pub(crate) chunk_interval: Latency,
     pub(crate) chunks: u32,
-    pub(crate) fail_rate: f64,
+    /// Failure rates by shared kind ([`Failure::index`]).
+    rates: [f64; Failure::ALL.len()],
+    /// A failure with a status of the user's choice, and its rate.
+    custom_status: StatusCode,
+    custom_rate: f64,
+    /// The error code the user set for every failure.
+    code: Option<String>,
+    /// The failure a request drawn to fail answers with: its status and error code (set by
+    /// `build` when the profile has one kind of failure, per request by `injected` when it has
+    /// several).
     pub(crate) fail_status: StatusCode,
-    pub(crate) retry_after: Option<Duration>,
     pub(crate) error_code: Option<String>,
+    pub(crate) retry_after: Option<Duration>,
     pub(crate) stall_rate: f64,
     pub(crate) cut_after: u32,
     pub(crate) cut_rate: f64,
@@ -109,10 +86,13 @@ impl Default for MockProfile {
             latency: Latency::ZERO,
             chunk_interval: Latency::fixed(Duration::from_millis(10)),
             chunks: 8,
-            fail_rate: 0.0,
+            rates: [0.0; Failure::ALL.len()],
+            custom_status: StatusCode::INTERNAL_SERVER_ERROR,
+            custom_rate: 0.0,
+            code: None,
             fail_status: StatusCode::INTERNAL_SERVER_ERROR,
-            retry_after: None,
             error_code: None,
+            retry_after: None,
             stall_rate: 0.0,
             cut_after: 0,
             cut_rate: 0.0,
@@ -152,9 +132,53 @@ impl MockProfile {
         self.chunks
     }
 
-    /// The probability that a request fails.
+    /// The probability that a request fails, all failures together.
     pub fn fail_rate(&self) -> f64 {
-        self.fail_rate
+        // Zeros added to a single rate leave it exact, so the draw is the one a single rate gives.
+        self.rates.iter().sum::<f64>() + self.custom_rate
+    }
+
+    /// The probability that a request fails with `kind`.
+    pub fn failure_rate(&self, kind: Failure) -> f64 {
+        self.rates[kind.index()]
+    }
+
+    /// The failures a request may answer with, by kind (then the custom status), each with its
+    /// rate; those whose rate is zero are left out.
+    fn failures(&self) -> impl Iterator<Item = (Option<Failure>, f64)> + '_ {
+        Failure::ALL
+            .into_iter()
+            .map(|kind| (Some(kind), self.rates[kind.index()]))
+            .chain([(None, self.custom_rate)])
+            .filter(|(_, rate)| *rate > 0.0)
+    }
+
+    /// The status and error code of `failure` (a shared kind, or the custom status).
+    fn answer_of(&self, failure: Option<Failure>) -> (StatusCode, Option<String>) {
+        match failure.and_then(|kind| kind.status().map(|status| (kind, status))) {
+            Some((kind, status)) => (status, self.code.clone().or_else(|| kind.distinct_code().map(str::to_owned))),
+            None => (self.custom_status, self.code.clone()),
+        }
+    }
+
+    /// The profile a request drawn to fail answers with: this one when it has a single kind of
+    /// failure (set by `build`), otherwise a copy whose `fail_status` and `error_code` are those of
+    /// the failure picked by one more draw, in proportion to the rates.
+    pub(crate) fn injected<R: Rng + ?Sized>(self: &Arc<Self>, rng: &mut R) -> Arc<Self> {
+        if self.failures().nth(1).is_none() {
+            return self.clone();
+        }
+        let mut left = rng.random::<f64>() * self.fail_rate();
+        let mut picked = None;
+        for (failure, rate) in self.failures() {
+            picked = failure;
+            if left < rate {
+                break;
+            }
+            left -= rate;
+        }
+        let (fail_status, error_code) = self.answer_of(picked);
+        Arc::new(Self { fail_status, error_code, ..Self::clone(self) })
     }
 }
 
@@ -184,10 +208,20 @@ impl MockProfileBuilder {
         self
     }
 
-    /// Fails a `rate` of requests with `status` and an OpenAI error body.
-    pub fn fail(mut self, rate: f64, status: StatusCode) -> Self {
-        self.profile.fail_rate = rate;
-        self.profile.fail_status = status;
+    /// The probability that a request fails with `kind` (replaces an earlier rate for `kind`): its
+    /// status and the dialect's error body for it. [`Failure::Connect`] and [`Failure::Hang`] are
+    /// refused by [`build`](Self::build): the mock fails connections with
+    /// [`reset`](Self::reset) and [`no_response`](Self::no_response).
+    pub fn fail(mut self, kind: Failure, rate: f64) -> Self {
+        self.profile.rates[kind.index()] = rate;
+        self
+    }
+
+    /// The probability that a request fails with `status`, any 4xx or 5xx (Anthropic's `529`, a
+    /// `502`, ...), and the dialect's error body for it (replaces an earlier custom status).
+    pub fn fail_status(mut self, status: StatusCode, rate: f64) -> Self {
+        self.profile.custom_status = status;
+        self.profile.custom_rate = rate;
         self
     }
 
@@ -201,7 +235,7 @@ impl MockProfileBuilder {
     /// The `code` of the failures' error body (`context_length_exceeded`, `content_filter`,
     /// `insufficient_quota`, ...); by default the usual code for the status.
     pub fn error_code(mut self, code: impl Into<String>) -> Self {
-        self.profile.error_code = Some(code.into());
+        self.profile.code = Some(code.into());
         self
     }
 
@@ -291,10 +325,16 @@ impl MockProfileBuilder {
     }
 
     /// Checks the rates, the status and the latencies, and builds the profile.
-    pub fn build(self) -> Result<MockProfile, MockConfigError> {
-        let p = self.profile;
+    pub fn build(self) -> Result<MockProfile, ProfileError> {
+        let mut p = self.profile;
+        check_failure_rates(&p.rates)?;
+        for kind in [Failure::Connect, Failure::Hang] {
+            if p.rates[kind.index()] > 0.0 {
+                return Err(ProfileError::UnsupportedFailure(kind));
+            }
+        }
         let rates = [
-            ("fail", p.fail_rate),
+            ("fail_status", p.custom_rate),
             ("stall", p.stall_rate),
             ("stream_cut", p.cut_rate),
             ("reset", p.reset_rate),
@@ -304,51 +344,84 @@ impl MockProfileBuilder {
             ("stream_error", p.stream_error_rate),
         ];
         for (what, rate) in rates {
-            if !(rate.is_finite() && (0.0..=1.0).contains(&rate)) {
-                return Err(MockConfigError::InvalidRate { what, rate });
-            }
+            check_rate(what, rate)?;
         }
-        if !(p.fail_status.is_client_error() || p.fail_status.is_server_error()) {
-            return Err(MockConfigError::InvalidStatus(p.fail_status.as_u16()));
+        let total = p.fail_rate();
+        if total > 1.0 + 1e-9 {
+            return Err(ProfileError::RatesAboveOne { total });
         }
-        p.latency.validate("latency").map_err(MockConfigError::InvalidLatency)?;
-        p.chunk_interval.validate("chunk_interval").map_err(MockConfigError::InvalidLatency)?;
-        if p.chunks == 0 {
-            return Err(MockConfigError::NoChunks);
+        if !(p.custom_status.is_client_error() || p.custom_status.is_server_error()) {
+            return Err(ProfileError::InvalidStatus(p.custom_status.as_u16()));
         }
+        p.latency.validate("latency")?;
+        check_stream(p.chunks, &p.chunk_interval)?;
+        // With one kind of failure (or none), every failing request answers the same.
+        let single = p.failures().next().map(|(failure, _)| failure);
+        (p.fail_status, p.error_code) = p.answer_of(single.unwrap_or(None));
         Ok(p)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use rand::{SeedableRng, rngs::SmallRng};
+
     use super::*;
 
     #[test]
     fn bad_profiles_are_refused() {
         let b = MockProfile::builder;
-        assert_eq!(b().chunks(0).build(), Err(MockConfigError::NoChunks));
-        assert_eq!(b().fail(0.5, StatusCode::OK).build(), Err(MockConfigError::InvalidStatus(200)));
-        assert!(matches!(b().stall(f64::NAN).build(), Err(MockConfigError::InvalidRate { what: "stall", .. })));
-        assert!(matches!(b().stream_cut(2, -0.1).build(), Err(MockConfigError::InvalidRate { .. })));
+        assert_eq!(b().chunks(0).build(), Err(ProfileError::NoChunks));
+        assert_eq!(b().fail_status(StatusCode::OK, 0.5).build(), Err(ProfileError::InvalidStatus(200)));
+        assert!(matches!(b().stall(f64::NAN).build(), Err(ProfileError::InvalidRate { what: "stall", .. })));
+        assert!(matches!(b().stream_cut(2, -0.1).build(), Err(ProfileError::InvalidRate { .. })));
         let inverted = Latency::log_normal(Duration::from_secs(2), Duration::from_secs(1));
-        assert!(matches!(b().latency(inverted).build(), Err(MockConfigError::InvalidLatency(_))));
-        assert!(b().fail(1.0, StatusCode::TOO_MANY_REQUESTS).build().is_ok());
-        assert!(matches!(b().reset(2.0).build(), Err(MockConfigError::InvalidRate { what: "reset", .. })));
-        assert!(matches!(
-            b().missing_done(-1.0).build(),
-            Err(MockConfigError::InvalidRate { what: "missing_done", .. })
-        ));
+        assert!(matches!(b().latency(inverted).build(), Err(ProfileError::InvalidLatency { what: "latency", .. })));
+        assert!(b().fail(Failure::RateLimited, 1.0).build().is_ok());
+        assert!(matches!(b().reset(2.0).build(), Err(ProfileError::InvalidRate { what: "reset", .. })));
+        assert!(matches!(b().missing_done(-1.0).build(), Err(ProfileError::InvalidRate { what: "missing_done", .. })));
         assert!(b().malformed_chunk(2, 1.0).no_response(0.5).huge_response(1 << 20).build().is_ok());
         assert!(matches!(
             b().stream_error(0, 1.1).build(),
-            Err(MockConfigError::InvalidRate { what: "stream_error", .. })
+            Err(ProfileError::InvalidRate { what: "stream_error", .. })
+        ));
+        assert_eq!(b().fail(Failure::Connect, 0.1).build(), Err(ProfileError::UnsupportedFailure(Failure::Connect)));
+        assert!(matches!(
+            b().fail(Failure::RateLimited, 0.6).fail_status(StatusCode::BAD_GATEWAY, 0.6).build(),
+            Err(ProfileError::RatesAboveOne { .. })
         ));
     }
 
     #[test]
     fn anthropic_overloaded_529_is_a_valid_injected_status() {
         let status = StatusCode::from_u16(529).expect("a status code");
-        assert_eq!(MockProfile::builder().fail(1.0, status).build().map(|p| p.fail_status), Ok(status));
+        assert_eq!(MockProfile::builder().fail_status(status, 1.0).build().map(|p| p.fail_status), Ok(status));
+    }
+
+    #[test]
+    fn a_failure_kind_answers_its_status_and_distinct_code() {
+        let p = MockProfile::builder().fail(Failure::ContextWindowExceeded, 1.0).build().expect("valid profile");
+        assert_eq!(
+            (p.fail_status, p.error_code.as_deref()),
+            (StatusCode::BAD_REQUEST, Some("context_length_exceeded"))
+        );
+        let p = MockProfile::builder().fail(Failure::RateLimited, 1.0).build().expect("valid profile");
+        assert_eq!((p.fail_status, p.error_code.as_deref()), (StatusCode::TOO_MANY_REQUESTS, None));
+    }
+
+    #[test]
+    fn several_failure_kinds_are_picked_in_proportion_to_their_rates() {
+        let p = MockProfile::builder()
+            .fail(Failure::RateLimited, 0.3)
+            .fail_status(StatusCode::BAD_GATEWAY, 0.1)
+            .build()
+            .map(Arc::new)
+            .expect("valid profile");
+        let mut rng = SmallRng::seed_from_u64(3);
+        let picks: Vec<StatusCode> = (0..4000).map(|_| p.injected(&mut rng).fail_status).collect();
+        let throttled = picks.iter().filter(|s| **s == StatusCode::TOO_MANY_REQUESTS).count();
+        let bad_gateway = picks.iter().filter(|s| **s == StatusCode::BAD_GATEWAY).count();
+        assert_eq!(throttled + bad_gateway, picks.len());
+        assert!((2800..3200).contains(&throttled), "{throttled} of 4000 should be about 3000");
     }
 }

@@ -457,7 +457,7 @@ impl MockState {
         *self.last.lock() = Some(req);
         let profile = self.profile.read().clone();
         let mut rng = SmallRng::seed_from_u64(profile.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let fail = rng.random_bool(profile.fail_rate);
+        let fail = rng.random_bool(profile.fail_rate());
         let stall = rng.random_bool(profile.stall_rate);
         let cut = rng.random_bool(profile.cut_rate);
         let latency = profile.latency.sample(&mut rng);
@@ -465,6 +465,8 @@ impl MockState {
         let malformed = profile.malformed_rate > 0.0 && rng.random_bool(profile.malformed_rate);
         let no_done = profile.no_done_rate > 0.0 && rng.random_bool(profile.no_done_rate);
         let stream_error = profile.stream_error_rate > 0.0 && rng.random_bool(profile.stream_error_rate);
+        // Last, and only with several kinds of failure, so that one kind keeps its sequence.
+        let profile = if fail { profile.injected(&mut rng) } else { profile };
         (profile, Draws { fail, stall, cut, latency, malformed, no_done, stream_error }, rng)
     }
 

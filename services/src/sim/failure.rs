@@ -5,8 +5,9 @@ use http::{HeaderMap, HeaderValue};
 use serde_json::json;
 use switchyard_layers::{Outcome, RouteError, outcome::classify};
 
-use super::{SimFailure, reply::Attempt};
+use super::reply::Attempt;
 use crate::openai::{ApiError, ErrorResponse};
+use crate::profile::Failure;
 
 /// The context window the simulated context error names when the deployment declares none.
 const DEFAULT_CONTEXT_WINDOW: u32 = 8192;
@@ -21,41 +22,39 @@ pub(crate) enum Failed {
 }
 
 /// How an attempt failing with `kind` ends.
-pub(crate) fn upstream_error(kind: SimFailure, attempt: &Attempt) -> Failed {
+pub(crate) fn upstream_error(kind: Failure, attempt: &Attempt) -> Failed {
     let d = &attempt.deployment;
     let error = match kind {
-        SimFailure::Hang => return Failed::NoAnswer,
-        SimFailure::Connect => {
+        Failure::Hang => return Failed::NoAnswer,
+        Failure::Connect => {
             return Failed::Error(RouteError::upstream(
                 Outcome::Connect,
                 d.id.clone(),
                 format!("simulated: connection to deployment `{}` refused", d.id),
             ));
         }
-        SimFailure::RateLimited => ApiError::new(format!(
+        Failure::RateLimited => ApiError::new(format!(
             "Rate limit reached for requests on deployment `{}` (simulated). Please try again later.",
             d.id
         ))
         .with_type("requests")
         .with_code("rate_limit_exceeded"),
-        SimFailure::InternalError => {
-            ApiError::new("The server had an error while processing your request (simulated).")
-                .with_type("server_error")
-        }
-        SimFailure::Unavailable => {
+        Failure::InternalError => ApiError::new("The server had an error while processing your request (simulated).")
+            .with_type("server_error"),
+        Failure::Unavailable => {
             ApiError::new("The engine is currently overloaded, please try again later (simulated).")
                 .with_type("server_error")
         }
-        SimFailure::Unauthorized => ApiError::new("Incorrect API key provided (simulated).")
+        Failure::Unauthorized => ApiError::new("Incorrect API key provided (simulated).")
             .with_type("invalid_request_error")
             .with_code("invalid_api_key"),
-        SimFailure::NotFound => ApiError::new(format!(
+        Failure::NotFound => ApiError::new(format!(
             "The model `{}` does not exist or you do not have access to it (simulated).",
             d.model
         ))
         .with_type("invalid_request_error")
         .with_code("model_not_found"),
-        SimFailure::ContextWindowExceeded => ApiError::new(format!(
+        Failure::ContextWindowExceeded => ApiError::new(format!(
             "This model's maximum context length is {} tokens. However, your messages resulted in {} tokens \
              (simulated).",
             d.max_input_tokens.unwrap_or(DEFAULT_CONTEXT_WINDOW),
@@ -64,7 +63,7 @@ pub(crate) fn upstream_error(kind: SimFailure, attempt: &Attempt) -> Failed {
         .with_type("invalid_request_error")
         .with_param("messages")
         .with_code("context_length_exceeded"),
-        SimFailure::ContentFilter => {
+        Failure::ContentFilter => {
             let mut e = ApiError::new(
                 "The response was filtered due to the prompt triggering the content management policy (simulated).",
             )
@@ -78,7 +77,7 @@ pub(crate) fn upstream_error(kind: SimFailure, attempt: &Attempt) -> Failed {
         unreachable!("every failure but a hang or a connection failure has a status")
     };
     let mut headers = HeaderMap::new();
-    if kind == SimFailure::RateLimited
+    if kind == Failure::RateLimited
         && let Some(after) = attempt.profile.retry_after
     {
         if after.subsec_millis() == 0 && !after.is_zero() {

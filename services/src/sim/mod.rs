@@ -1,6 +1,7 @@
 //! The simulated upstream: [`SimProvider`] answers attempts like an OpenAI-compatible server,
-//! with per-deployment latencies, streams and failure rates ([`SimProfile`]), on tokio's clock so
-//! paused-clock tests run instantly and deterministically.
+//! with per-deployment latencies, streams and failure rates ([`SimProfile`], in the
+//! [vocabulary](crate::profile) it shares with the HTTP mock), on tokio's clock so paused-clock
+//! tests run instantly and deterministically.
 //!
 //! The provider reads the deployment chosen for the attempt (`RouteCtx::selected`) and the
 //! request facts (stream flag, endpoint, input tokens); it never reads the request body. Failures
@@ -16,10 +17,10 @@
 //! use bytes::Bytes;
 //! use tower::ServiceExt;
 //! use switchyard_layers::{Deployment, Outcome, RouteCtx, RouteError};
-//! use switchyard_services::sim::{SimFailure, SimProfile, SimProvider};
+//! use switchyard_services::{profile::Failure, sim::{SimProfile, SimProvider}};
 //!
 //! let throttled = SimProfile::builder()
-//!     .fail(SimFailure::RateLimited, 1.0)
+//!     .fail(Failure::RateLimited, 1.0)
 //!     .retry_after(Duration::from_secs(3))
 //!     .build()?;
 //! let sim = SimProvider::new(42).profile("east", throttled);
@@ -39,14 +40,12 @@
 //! ```
 
 mod failure;
-mod latency;
 mod profile;
 mod reply;
 mod service;
 mod stats;
 mod stream;
 
-pub use latency::Latency;
-pub use profile::{SimConfigError, SimFailure, SimProfile, SimProfileBuilder};
+pub use profile::{SimProfile, SimProfileBuilder};
 pub use service::SimProvider;
 pub use stats::{DeploymentStats, SimStats};

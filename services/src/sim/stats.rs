@@ -16,7 +16,7 @@ pub struct DeploymentStats {
     pub outcomes: HashMap<Outcome, u64>,
     /// Streams that broke after their first chunk.
     pub mid_stream_failures: u64,
-    /// Attempts that were never answered ([`SimFailure::Hang`](super::SimFailure::Hang)).
+    /// Attempts that were never answered ([`Failure::Hang`](crate::profile::Failure::Hang)).
     pub hangs: u64,
     /// Attempts in progress now (a stream counts until its body ends or is dropped).
     pub in_flight: u64,

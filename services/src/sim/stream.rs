@@ -60,7 +60,7 @@ async fn next_frame(mut st: State) -> Option<(Result<Frame<Bytes>, BoxError>, St
     let event = match st.next {
         Step::Content(n) => {
             if n > 0 {
-                let delay = st.attempt.profile.chunk_delay.sample(&mut st.rng);
+                let delay = st.attempt.profile.chunk_interval.sample(&mut st.rng);
                 tokio::time::sleep(delay).await;
             }
             if st.break_after == Some(n) {

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use switchyard_layers::{Deployment, Outcome, RequestFacts, Usage, ctx::Endpoint};
 use switchyard_services::{
     mock::{MockHandle, MockProfile, MockUpstream},
+    profile::Failure,
     provider::ProviderConfig,
 };
 
@@ -204,10 +205,8 @@ async fn gemini_embedding_takes_one_text_and_more_are_refused_naming_input_befor
 
 #[tokio::test]
 async fn an_upstream_embedding_failure_is_classified_as_googles_errors_are() {
-    let mock = MockUpstream::start(
-        MockProfile::builder().fail(1.0, http::StatusCode::TOO_MANY_REQUESTS).build().expect("a profile"),
-    )
-    .expect("a loopback port");
+    let mock = MockUpstream::start(MockProfile::builder().fail(Failure::RateLimited, 1.0).build().expect("a profile"))
+        .expect("a loopback port");
     let key = service_account(&mock);
     let provider = provider(ProviderConfig::default());
     let d = vertex(&mock, "text-embedding-005", &key);

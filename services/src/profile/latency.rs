@@ -1,11 +1,11 @@
-//! [`Latency`]: the delay distributions of a simulated deployment.
+//! [`Latency`]: the delay distributions of a simulated upstream.
 
 use std::time::Duration;
 
 use rand::Rng;
 use rand_distr::StandardNormal;
 
-use super::SimConfigError;
+use super::ProfileError;
 
 /// The 99th percentile of the standard normal distribution.
 const Z_P99: f64 = 2.326_347_874_040_841;
@@ -16,7 +16,7 @@ const MAX_DELAY_SECS: f64 = 86_400.0;
 ///
 /// ```
 /// use std::time::Duration;
-/// use switchyard_services::sim::Latency;
+/// use switchyard_services::profile::Latency;
 ///
 /// let fixed = Latency::fixed(Duration::from_millis(50));
 /// let spread = Latency::log_normal(Duration::from_millis(300), Duration::from_secs(2));
@@ -54,11 +54,11 @@ impl Latency {
         }
     }
 
-    pub(crate) fn validate(&self, what: &'static str) -> Result<(), SimConfigError> {
+    pub(crate) fn validate(&self, what: &'static str) -> Result<(), ProfileError> {
         match self.0 {
             Shape::Fixed(_) => Ok(()),
             Shape::LogNormal { median, p99 } if median.is_zero() || p99 < median => {
-                Err(SimConfigError::InvalidLatency { what, median, p99 })
+                Err(ProfileError::InvalidLatency { what, median, p99 })
             }
             Shape::LogNormal { .. } => Ok(()),
         }
