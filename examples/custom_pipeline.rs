@@ -6,8 +6,10 @@
 //! here, not part of Switchyard) sits between the retry and the cooldown layers, so it sees every
 //! attempt of every retry and hop before the cooldown layer resolves its candidates.
 //! `EchoProvider` is a hand-written `tower::Service` standing in for your HTTP client, wrapped in
-//! the `ClassifyLayer` so that its failures reach cooldown and retry as classified outcomes. Run
-//! with `cargo run --example custom_pipeline`.
+//! the `ClassifyLayer` so that its failures reach cooldown and retry as classified outcomes.
+//! `ByLength` is a pre-router of your own, given to the stack builder: requests for the virtual
+//! name `auto` go to `chat-long` when the conversation is long, else to `chat`. Run with
+//! `cargo run --example custom_pipeline`.
 
 use std::{
     future::Future,
@@ -24,8 +26,14 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use switchyard::layers::{
-    BoxError, Deployment, Registry, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest, Served, StateStore,
-    classify::ClassifyLayer, fallback::FallbackConfig, retry::RetryConfig, select::RoutingStrategy,
+    BoxError, Deployment, Registry, RequestFacts, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
+    Served, StateStore,
+    classify::ClassifyLayer,
+    ctx::{DimensionScore, PreRouteDecision},
+    fallback::FallbackConfig,
+    preroute::{PreRouteInput, PreRouter, ROUTED_MODEL_HEADER},
+    retry::RetryConfig,
+    select::RoutingStrategy,
     stack::RoutingStack,
 };
 use tower::{Layer, Service, ServiceBuilder, ServiceExt};
@@ -72,6 +80,24 @@ where
     }
 }
 
+/// A pre-router written by hand: long conversations to the long-context group.
+struct ByLength {
+    /// Characters of conversation from which a request counts as long.
+    long: usize,
+}
+
+impl PreRouter for ByLength {
+    fn route(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        // `None` (not a conversation) leaves the request alone.
+        let chars: usize = input.conversation()?.turns().iter().map(|t| t.text.len()).sum();
+        let target = if chars >= self.long { "chat-long" } else { "chat" };
+        Some(
+            PreRouteDecision::new(target, "length")
+                .with_dimension(DimensionScore::new("chars", chars as f64, 1.0)),
+        )
+    }
+}
+
 /// A provider written by hand: answers with the model it was routed to.
 #[derive(Clone)]
 struct EchoProvider;
@@ -101,21 +127,25 @@ async fn main() -> Result<(), BoxError> {
     registry.add(Deployment::builder("chat", "openai/gpt-4o-mini").weight(3.0).build()?)?;
     registry
         .add(Deployment::builder("chat", "vllm/llama-3.1-8b").api_base("http://10.0.0.7:8000").weight(1.0).build()?)?;
+    registry.add(Deployment::builder("chat-long", "gemini/gemini-2.5-pro").build()?)?;
     let store = Arc::new(StateStore::memory());
 
-    // The layers, wired once; then stacked by hand with yours in between.
-    let RoutingStack { call_span, deadline, fallback, retry, cooldown, precall, select, .. } =
+    // The layers, wired once (your pre-router among them); then stacked by hand with yours in
+    // between.
+    let RoutingStack { call_span, deadline, preroute, fallback, retry, cooldown, precall, select, .. } =
         RoutingStack::builder(registry.clone(), store)
             .strategies(RoutingStrategy::SimpleShuffle)
             .seed(1)
             .deadline(Duration::from_secs(60))
             .retry(RetryConfig::default().num_retries(2))
             .fallback(FallbackConfig::new().default_fallbacks(["chat"]))
+            .pre_router("auto", ByLength { long: 200 })
             .build();
     let audit = AuditLayer::default();
     let stack = ServiceBuilder::new()
         .layer(call_span)
         .layer(deadline)
+        .layer(preroute)
         .layer(fallback)
         .layer(retry)
         .layer(audit.clone())
@@ -132,6 +162,17 @@ async fn main() -> Result<(), BoxError> {
         let served = resp.extensions().get::<Served>().cloned();
         let text = resp.into_body().collect().await?.to_bytes();
         println!("  {} (served by {:?})", String::from_utf8_lossy(&text), served.map(|s| s.deployment));
+    }
+
+    // The virtual name `auto`: the pre-router picks the group from the conversation's length.
+    for text in ["Hi!", &"Summarise this chapter. ".repeat(20)] {
+        let body = Bytes::from(serde_json::json!({"model": "auto", "messages": [{"role": "user", "content": text}]}).to_string());
+        let mut req = http::Request::new(body.clone());
+        req.extensions_mut().insert(RouteCtx::with_facts("auto", RequestFacts::new().with_body(body)));
+        let resp = stack.clone().oneshot(req).await?;
+        let routed = resp.headers().get(ROUTED_MODEL_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        let text = resp.into_body().collect().await?.to_bytes();
+        println!("  auto -> {routed}: {}", String::from_utf8_lossy(&text));
     }
     println!("{} attempts audited", audit.attempts.load(Ordering::Relaxed));
     Ok(())

@@ -1648,3 +1648,243 @@ fn include_in_a_config_read_from_a_string_is_ignored_with_a_warning() {
     let c = load("include: [models.yaml]\nmodel_list: []\n").expect("loads");
     assert!(c.warnings.iter().any(|w| w.contains("`include`") && w.contains("Config::from_path")), "{:#?}", c.warnings);
 }
+
+// ---- pre-router entries (`auto_router/...`) ------------------------------------------------
+
+const TWO_GROUPS: &str = "model_list:
+  - { model_name: mini, litellm_params: { model: openai/gpt-4o-mini } }
+  - { model_name: big, litellm_params: { model: openai/gpt-4o } }
+";
+
+/// `TWO_GROUPS` and one more `model_list` entry (index 2), written as YAML flow lines.
+fn with_entry(entry: &str) -> String {
+    format!("{TWO_GROUPS}  - {entry}\n")
+}
+
+#[test]
+fn a_complexity_router_entry_is_a_virtual_name_not_a_deployment() {
+    let c = load(&with_entry(
+        "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, \
+         complexity_router_config: { tiers: { SIMPLE: mini, MEDIUM: mini, COMPLEX: big, REASONING: big }, \
+         tier_boundaries: { simple_medium: 0.2 }, tier_labels: { SIMPLE: cheap } } } }",
+    ))
+    .expect("loads");
+    assert_eq!(c.deployments.len(), 2, "the entry is no deployment");
+    assert_eq!(c.pre_routers.len(), 1);
+    assert_eq!(c.pre_routers[0].name, "smart");
+    let switchyard::config::AutoRouter::Complexity(config) = &c.pre_routers[0].router else {
+        panic!("a complexity router: {:?}", c.pre_routers[0]);
+    };
+    // Without `complexity_router_default_model`: the MEDIUM group, as LiteLLM derives it.
+    assert_eq!(config.default_model.as_deref(), Some("mini"));
+    assert_eq!(config.tier_boundaries.simple_medium, 0.2);
+    assert!(
+        c.warnings.iter().any(|w| w.contains("model_list[2].litellm_params.complexity_router_config.tier_labels")),
+        "{:#?}",
+        c.warnings
+    );
+    assert_eq!(c.build_pre_routers().expect("builds").names().collect::<Vec<_>>(), ["smart"]);
+}
+
+#[test]
+fn a_complexity_tier_naming_an_unknown_group_fails_the_load_naming_the_path_and_the_groups() {
+    assert_err(
+        &with_entry(
+            "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, \
+             complexity_router_default_model: mini, complexity_router_config: { tiers: { SIMPLE: mini, COMPLEX: gpt-5 } } } }",
+        ),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.complexity_router_config.tiers.COMPLEX",
+        "`gpt-5` is not a model group, an alias, or a name a wildcard `model_name` matches (known: big, mini)",
+    );
+    assert_err(
+        &with_entry(
+            "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, \
+             complexity_router_default_model: nowhere, complexity_router_config: { tiers: { SIMPLE: mini } } } }",
+        ),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.complexity_router_default_model",
+        "`nowhere` is not a model group",
+    );
+}
+
+#[test]
+fn a_tier_may_name_an_alias_or_a_name_a_pattern_matches() {
+    let yaml = "model_list:
+  - { model_name: \"openai/*\", litellm_params: { model: \"openai/*\" } }
+  - { model_name: mini, litellm_params: { model: openai/gpt-4o-mini } }
+  - model_name: smart
+    litellm_params:
+      model: auto_router/complexity_router
+      complexity_router_config: { tiers: { SIMPLE: small, MEDIUM: openai/gpt-4o } }
+router_settings: { model_group_alias: { small: mini } }
+";
+    let c = load(yaml).expect("loads");
+    assert_eq!(c.pre_routers.len(), 1);
+}
+
+#[test]
+fn invalid_pre_router_entries_are_refused_with_their_path() {
+    let complexity = |config: &str| {
+        with_entry(&format!(
+            "{{ model_name: smart, litellm_params: {{ model: auto_router/complexity_router, complexity_router_config: {config} }} }}"
+        ))
+    };
+    // No default model can be derived: no MEDIUM or SIMPLE tier and no default.
+    assert_err(
+        &complexity("{ tiers: { COMPLEX: big } }"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.complexity_router_config",
+        "complexity_router_default_model is required",
+    );
+    // A typo inside a strict section, a tier that is no tier.
+    for (config, word) in
+        [("{ tiers: { SIMPLE: mini }, tier_boundaries: { simple_medum: 0.2 } }", "simple_medum"), ("{ tiers: { HARD: big } }", "HARD")]
+    {
+        let err = load_err(&complexity(config));
+        assert_eq!(err.kind(), ConfigErrorKind::Type, "{err}");
+        assert!(err.path().starts_with("model_list[2].litellm_params.complexity_router_config"), "{err}");
+        assert!(err.to_string().contains(word), "{err}");
+    }
+    // A setting that would route differently from LiteLLM.
+    assert_err(
+        &complexity("{ tiers: { SIMPLE: mini }, classifier_type: llm }"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.complexity_router_config",
+        "`classifier_type: \"llm\"` is not supported",
+    );
+    // The semantic router and the adaptive one are not implemented.
+    assert_err(
+        &with_entry(
+            "{ model_name: semantic, litellm_params: { model: auto_router/my-router, auto_router_config: '{}', \
+             auto_router_default_model: mini, auto_router_embedding_model: mini } }",
+        ),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.model",
+        "semantic auto router",
+    );
+    assert_err(
+        &with_entry("{ model_name: a, litellm_params: { model: auto_router/adaptive_router } }"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.model",
+        "adaptive router",
+    );
+    // A virtual name must be its own.
+    assert_err(
+        &with_entry("{ model_name: big, litellm_params: { model: auto_router/complexity_router, complexity_router_default_model: mini } }"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].model_name",
+        "is a model group or an alias already",
+    );
+    let twice = format!(
+        "{}  - {{ model_name: smart, litellm_params: {{ model: auto_router/complexity_router, complexity_router_config: {{ tiers: {{ SIMPLE: big }} }} }} }}\n",
+        with_entry("{ model_name: smart, litellm_params: { model: auto_router/complexity_router, complexity_router_config: { tiers: { SIMPLE: mini } } } }")
+    );
+    assert_err(&twice, ConfigErrorKind::Invalid, "model_list[3].model_name", "also the name of the pre-router of model_list[2]");
+}
+
+#[test]
+fn a_pre_router_entry_ignores_provider_keys_with_a_warning() {
+    let c = load(&with_entry(
+        "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, api_key: sk-x, rpm: 5, \
+         complexity_router_default_model: mini, quality_router_default_model: big, \
+         complexity_router_config: { tiers: { SIMPLE: mini, COMPLEX: big } } } }",
+    ))
+    .expect("loads");
+    for key in ["api_key", "rpm", "quality_router_default_model"] {
+        let path = format!("model_list[2].litellm_params.{key}");
+        assert!(c.warnings.iter().any(|w| w.contains(&path)), "{path}: {:#?}", c.warnings);
+    }
+}
+
+/// Groups with quality tiers and a quality router over them.
+fn quality(prefs: [&str; 2], router: &str) -> String {
+    format!(
+        "model_list:
+  - {{ model_name: mini, litellm_params: {{ model: openai/gpt-4o-mini }}, model_info: {{ {} }} }}
+  - {{ model_name: big, litellm_params: {{ model: openai/gpt-4o }}, model_info: {{ {} }} }}
+  - {{ model_name: q, litellm_params: {{ model: auto_router/quality_router, {router} }} }}
+",
+        prefs[0], prefs[1]
+    )
+}
+
+#[test]
+fn quality_tiers_are_read_from_routing_preferences_or_the_shorthand() {
+    let c = load(&quality(
+        ["litellm_routing_preferences: { quality_tier: 1, keywords: [hi], order: 2 }", "quality_tier: 3"],
+        "quality_router_config: { available_models: [mini, big] }, quality_router_default_model: big",
+    ))
+    .expect("loads");
+    assert_eq!(c.routing_preferences["mini"].quality_tier, 1);
+    assert_eq!(c.routing_preferences["mini"].keywords, ["hi"]);
+    assert_eq!(c.routing_preferences["big"].quality_tier, 3);
+    assert!(c.warnings.is_empty(), "{:#?}", c.warnings);
+    assert_eq!(c.build_pre_routers().expect("builds").names().collect::<Vec<_>>(), ["q"]);
+}
+
+#[test]
+fn invalid_quality_router_settings_are_refused_with_their_path() {
+    let tiers = ["quality_tier: 1", "quality_tier: 2"];
+    assert_err(
+        &quality(tiers, "quality_router_config: { available_models: [mini, big] }"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.quality_router_default_model",
+        "is required",
+    );
+    assert_err(
+        &quality(tiers, "quality_router_config: { available_models: [mini, gpt-5] }, quality_router_default_model: mini"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.quality_router_config.available_models[1]",
+        "`gpt-5` is not a model group in `model_list`",
+    );
+    assert_err(
+        &quality(["quality_tier: 1", "blocked: false"], "quality_router_config: { available_models: [mini, big] }, quality_router_default_model: mini"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.quality_router_config.available_models[1]",
+        "model group `big` declares no quality tier",
+    );
+    assert_err(
+        &quality(tiers, "quality_router_config: { available_models: [mini], complexity_to_quality: { SIMPLE: 1 } }, quality_router_default_model: mini"),
+        ConfigErrorKind::Invalid,
+        "model_list[2].litellm_params.quality_router_config.complexity_to_quality",
+        "has no quality tier for MEDIUM",
+    );
+    assert_err(
+        &quality(["quality_tier: -1", "quality_tier: 2"], "quality_router_default_model: mini"),
+        ConfigErrorKind::Invalid,
+        "model_list[0].model_info.quality_tier",
+        "must be >= 0",
+    );
+    assert_err(
+        &quality(["quality_tier: 1, litellm_routing_preferences: { quality_tier: 2 }", "quality_tier: 2"], "quality_router_default_model: mini"),
+        ConfigErrorKind::Invalid,
+        "model_list[0].model_info.quality_tier",
+        "differs from `litellm_routing_preferences.quality_tier` (2)",
+    );
+    assert_err(
+        &quality(["litellm_routing_preferences: { keywords: [a] }", "quality_tier: 2"], "quality_router_default_model: mini"),
+        ConfigErrorKind::Type,
+        "model_list[0].model_info.litellm_routing_preferences",
+        "quality_tier",
+    );
+    let split = "model_list:
+  - { model_name: g, litellm_params: { model: openai/a }, model_info: { quality_tier: 1 } }
+  - { model_name: g, litellm_params: { model: openai/b }, model_info: { quality_tier: 2 } }
+";
+    assert_err(split, ConfigErrorKind::Invalid, "model_list[1].model_info.litellm_routing_preferences.quality_tier", "a group has one quality tier");
+}
+
+#[test]
+fn a_pre_router_built_in_code_is_checked_by_validate() {
+    use switchyard::config::{AutoRouter, PreRouterEntry};
+    use switchyard::layers::preroute::complexity::{ComplexityRouterConfig, Tier};
+
+    let mut c = load(TWO_GROUPS).expect("loads");
+    c.pre_routers.push(PreRouterEntry::new(
+        "smart",
+        AutoRouter::Complexity(ComplexityRouterConfig::with_tiers([(Tier::Simple, "mini"), (Tier::Medium, "typo")])),
+    ));
+    let err = c.validate().expect_err("an unknown group");
+    assert_eq!(err.path(), "pre_routers[0].complexity_router_config.tiers.MEDIUM", "{err}");
+}

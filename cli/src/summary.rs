@@ -21,6 +21,8 @@ use switchyard::{
 #[derive(Debug, Serialize)]
 pub(crate) struct Summary {
     pub(crate) model_groups: Vec<GroupView>,
+    /// The virtual model names of `auto_router/...` entries and where they may route.
+    pub(crate) pre_routers: Vec<PreRouterView>,
     pub(crate) aliases: Vec<AliasView>,
     pub(crate) fallbacks: FallbacksView,
     pub(crate) router: RouterView,
@@ -55,6 +57,16 @@ pub(crate) struct DeploymentView {
     pub(crate) region: Option<String>,
     pub(crate) tags: Vec<String>,
     pub(crate) blocked: bool,
+}
+
+/// A pre-router: its virtual name, its kind and the groups it may pick.
+#[derive(Debug, Serialize)]
+pub(crate) struct PreRouterView {
+    pub(crate) name: String,
+    /// `complexity_router` or `quality_router`.
+    pub(crate) router: &'static str,
+    /// What each target stands for (`SIMPLE`, `tier 2`, `default`) and the group.
+    pub(crate) targets: Vec<(String, String)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -130,6 +142,15 @@ impl Summary {
     pub(crate) fn of(config: &Config) -> Result<Self, ConfigError> {
         Ok(Self {
             model_groups: groups(config),
+            pre_routers: config
+                .pre_routers
+                .iter()
+                .map(|p| PreRouterView {
+                    name: p.name.clone(),
+                    router: p.router.kind(),
+                    targets: p.router.targets(config),
+                })
+                .collect(),
             aliases: config
                 .aliases
                 .iter()
@@ -323,6 +344,7 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut out = String::new();
         self.write_groups(&mut out)?;
+        self.write_pre_routers(&mut out)?;
         self.write_aliases(&mut out)?;
         self.write_fallbacks(&mut out)?;
         self.write_router(&mut out)?;
@@ -355,6 +377,22 @@ impl Summary {
                     d.api_base.clone().unwrap_or_else(|| "(provider's endpoint)".to_owned()),
                     limits(d),
                 ]);
+            }
+            table.write(out, "    ")?;
+        }
+        Ok(())
+    }
+
+    fn write_pre_routers(&self, out: &mut String) -> fmt::Result {
+        if self.pre_routers.is_empty() {
+            return Ok(());
+        }
+        writeln!(out, "\npre-routers ({})", self.pre_routers.len())?;
+        for p in &self.pre_routers {
+            writeln!(out, "  {}  ({})", p.name, p.router)?;
+            let mut table = Table::default();
+            for (what, group) in &p.targets {
+                table.row([what.clone(), "->".to_owned(), group.clone()]);
             }
             table.write(out, "    ")?;
         }

@@ -10,6 +10,8 @@
 //! settings, and hands back the wired layers:
 //!
 //! - as one [`Layer`], the default order (outermost first): [`CallSpanLayer`], [`DeadlineLayer`],
+//!   [`PreRouteLayer`] (a pass-through unless pre-routers were given: the config's
+//!   `auto_router/...` entries, or yours with [`pre_router`](RoutingStackBuilder::pre_router)),
 //!   [`FallbackLayer`], [`RetryLayer`], [`CooldownLayer`], [`PreCallLayer`], [`SelectLayer`];
 //! - or as the [`RoutingStack`]'s public fields, to stack by hand with your own layers in between.
 //!
@@ -48,10 +50,11 @@
 //! service.oneshot(req).await?;
 //!
 //! // The same layers one by one, with room for yours between any two of them.
-//! let RoutingStack { call_span, deadline, fallback, retry, cooldown, precall, select, .. } = stack;
+//! let RoutingStack { call_span, deadline, preroute, fallback, retry, cooldown, precall, select, .. } = stack;
 //! let by_hand = ServiceBuilder::new()
 //!     .layer(call_span)
 //!     .layer(deadline)
+//!     .layer(preroute)
 //!     .layer(fallback)
 //!     .layer(retry)
 //!     // .layer(your_layer)
@@ -73,13 +76,14 @@ use crate::{
     deadline::{Deadline, DeadlineLayer},
     fallback::{Fallback, FallbackConfig, FallbackEvent, FallbackLayer},
     precall::{PreCall, PreCallConfig, PreCallLayer},
+    preroute::{PreRoute, PreRouteLayer, PreRouter, PreRouters},
     retry::{Retry, RetryConfig, RetryLayer},
     select::{RoutingStrategy, Select, SelectLayer, Strategies},
     span::{CallSpan, CallSpanLayer},
 };
 
 /// The service [`RoutingStack`] builds around a provider `S`: the default order, outermost first.
-pub type RoutingService<S> = CallSpan<Deadline<Fallback<Retry<Cooldown<PreCall<Select<S>>>>>>>;
+pub type RoutingService<S> = CallSpan<Deadline<PreRoute<Fallback<Retry<Cooldown<PreCall<Select<S>>>>>, PreRouters>>>;
 
 /// Receives the fallback layer's events.
 type FallbackHook = Arc<dyn Fn(&FallbackEvent) + Send + Sync>;
@@ -100,6 +104,9 @@ pub struct RoutingStack {
     pub call_span: CallSpanLayer,
     /// Sets the call's one deadline, when configured.
     pub deadline: DeadlineLayer,
+    /// Moves a request for a pre-router's virtual name to the group it picks (outermost of the
+    /// routing layers); passes every request through when no pre-router was given.
+    pub preroute: PreRouteLayer<PreRouters>,
     /// Moves a failed call to other model groups; gives the layers below its tables.
     pub fallback: FallbackLayer,
     /// Retries within the model group.
@@ -128,6 +135,7 @@ impl RoutingStack {
             retry: RetryConfig::default(),
             cooldown: CooldownConfig::default(),
             precall: PreCallConfig::new(),
+            pre_routers: PreRouters::new(),
         }
     }
 }
@@ -141,7 +149,8 @@ impl<S: Clone> Layer<S> for RoutingStack {
         let cooldown = self.cooldown.layer(precall);
         let retry = self.retry.layer(cooldown);
         let fallback = self.fallback.layer(retry);
-        let deadline = self.deadline.layer(fallback);
+        let preroute = self.preroute.layer(fallback);
+        let deadline = self.deadline.layer(preroute);
         self.call_span.layer(deadline)
     }
 }
@@ -159,6 +168,7 @@ pub struct RoutingStackBuilder {
     retry: RetryConfig,
     cooldown: CooldownConfig,
     precall: PreCallConfig,
+    pre_routers: PreRouters,
 }
 
 impl fmt::Debug for RoutingStackBuilder {
@@ -170,6 +180,7 @@ impl fmt::Debug for RoutingStackBuilder {
             .field("fallback", &self.fallback)
             .field("retry", &self.retry)
             .field("precall", &self.precall)
+            .field("pre_routers", &self.pre_routers)
             .finish_non_exhaustive()
     }
 }
@@ -229,10 +240,48 @@ impl RoutingStackBuilder {
         self
     }
 
+    /// Routes requests for the virtual model name `name` with `router` (the pre-route layer,
+    /// above the fallback layer): the group it picks is routed as if the client had asked for
+    /// it. One router per name; a second one for the same name replaces the first.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// use switchyard_layers::{Registry, StateStore, ctx::PreRouteDecision, preroute::PreRouteInput, stack::RoutingStack};
+    ///
+    /// let by_stream = |input: &PreRouteInput<'_>| {
+    ///     Some(PreRouteDecision::new(if input.facts().stream { "fast" } else { "big" }, "stream flag"))
+    /// };
+    /// let stack = RoutingStack::builder(Arc::new(Registry::new()), Arc::new(StateStore::memory()))
+    ///     .pre_router("auto", by_stream)
+    ///     .build();
+    /// assert_eq!(stack.preroute.router().names().collect::<Vec<_>>(), ["auto"]);
+    /// ```
+    pub fn pre_router(mut self, name: impl Into<Arc<str>>, router: impl PreRouter) -> Self {
+        self.pre_routers.insert(name, Arc::new(router));
+        self
+    }
+
+    /// Replaces the pre-routers with `routers`.
+    pub fn pre_routers(mut self, routers: PreRouters) -> Self {
+        self.pre_routers = routers;
+        self
+    }
+
     /// Wires the layers.
     pub fn build(self) -> RoutingStack {
-        let Self { registry, store, strategies, seed, deadline, fallback, on_fallback, retry, cooldown, precall } =
-            self;
+        let Self {
+            registry,
+            store,
+            strategies,
+            seed,
+            deadline,
+            fallback,
+            on_fallback,
+            retry,
+            cooldown,
+            precall,
+            pre_routers,
+        } = self;
         let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies);
         let mut retry = RetryLayer::new(registry.clone(), store.clone(), retry);
         if let Some(seed) = seed {
@@ -247,6 +296,7 @@ impl RoutingStackBuilder {
         RoutingStack {
             call_span: CallSpanLayer::new(),
             deadline: DeadlineLayer::optional(deadline),
+            preroute: PreRouteLayer::set(pre_routers),
             fallback,
             retry,
             cooldown: CooldownLayer::new(registry.clone(), store.clone(), cooldown),

@@ -7,6 +7,7 @@ use http::{HeaderName, HeaderValue};
 use switchyard_layers::{
     ApiKey, Deployment,
     deployment::{Capabilities, DeploymentError},
+    preroute::quality::RoutingPreferences,
 };
 use switchyard_services::provider::CONNECTION_HEADERS;
 
@@ -186,8 +187,13 @@ const METADATA: [&str; 14] = [
     "updated_by",
 ];
 
-/// Converts `model_list[index]`.
-pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Result<Deployment, ConfigError> {
+/// Converts `model_list[index]`: the deployment and the quality router's preferences its
+/// `model_info` declares.
+pub(crate) fn deployment(
+    index: usize,
+    raw: RawModel,
+    w: &mut Warnings,
+) -> Result<(Deployment, Option<RoutingPreferences>), ConfigError> {
     let base = format!("model_list[{index}]");
     let at = |key: &str| format!("{base}.{key}");
     let lp = |key: &str| format!("{base}.litellm_params.{key}");
@@ -326,14 +332,15 @@ pub(crate) fn deployment(index: usize, raw: RawModel, w: &mut Warnings) -> Resul
             b = b.param(key, value);
         }
     }
-    b = model_info(b, info, &base, w)?;
+    let (b, preferences) = model_info(b, info, &base, w)?;
     let api_base = lp("api_base");
-    b.build().map_err(|e| match e {
+    let deployment = b.build().map_err(|e| match e {
         DeploymentError::InvalidApiBase { problem, .. } => {
             ConfigError::invalid(api_base, format!("{who}: the URL {problem}"))
         }
         e => ConfigError::invalid(base, e.to_string()),
-    })
+    })?;
+    Ok((deployment, preferences))
 }
 
 /// The explicit `model_info.id`, as the deployment will carry it.
@@ -387,11 +394,12 @@ fn headers(api_key: Option<&str>, params: &Extra, lp: &dyn Fn(&str) -> String, w
 
 fn model_info(
     mut b: switchyard_layers::DeploymentBuilder,
-    info: RawModelInfo,
+    mut info: RawModelInfo,
     base: &str,
     w: &mut Warnings,
-) -> Result<switchyard_layers::DeploymentBuilder, ConfigError> {
+) -> Result<(switchyard_layers::DeploymentBuilder, Option<RoutingPreferences>), ConfigError> {
     let mi = |key: &str| format!("{base}.model_info.{key}");
+    let preferences = routing_preferences(&mut info.extra, base, w)?;
     // An empty id is no id, as in LiteLLM: the id is derived.
     if let Some(id) = info.id.map(|id| id.into_string()).filter(|id| !id.is_empty()) {
         b = b.id(id);
@@ -425,7 +433,54 @@ fn model_info(
             w.ignored(format!("model_list[].model_info.{key}"), &mi(&key), NOT_SUPPORTED);
         }
     }
-    Ok(b.capabilities(caps))
+    Ok((b.capabilities(caps), preferences))
+}
+
+/// The quality router's `model_info.litellm_routing_preferences` (LiteLLM) and
+/// `model_info.quality_tier` (Switchyard's shorthand), taken out of `extra`; both given, they
+/// must agree.
+fn routing_preferences(
+    extra: &mut Extra,
+    base: &str,
+    w: &mut Warnings,
+) -> Result<Option<RoutingPreferences>, ConfigError> {
+    let mi = |key: &str| format!("{base}.model_info.{key}");
+    let declared = match extra.remove("litellm_routing_preferences").filter(|v| !v.is_null()) {
+        Some(value) => {
+            let path = mi("litellm_routing_preferences");
+            let prefs: RoutingPreferences = serde_path_to_error::deserialize(value).map_err(|e| {
+                let inner = e.path().to_string();
+                let at = if inner == "." { path.clone() } else { format!("{path}.{inner}") };
+                ConfigError::type_error(at, e.inner().to_string())
+            })?;
+            for key in prefs.other.keys() {
+                let p = format!("{path}.{key}");
+                w.ignored(format!("model_list[].model_info.litellm_routing_preferences.{key}"), &p, NOT_SUPPORTED);
+            }
+            Some(prefs)
+        }
+        None => None,
+    };
+    let shorthand = match extra.remove("quality_tier").filter(|v| !v.is_null()) {
+        Some(value) => {
+            let n: Num = serde_json::from_value(value)
+                .map_err(|_| ConfigError::type_error(mi("quality_tier"), "must be a whole number >= 0"))?;
+            Some(to_u32(n, &mi("quality_tier"))?)
+        }
+        None => None,
+    };
+    match (declared, shorthand) {
+        (Some(prefs), Some(tier)) if prefs.quality_tier != tier => Err(ConfigError::invalid(
+            mi("quality_tier"),
+            format!(
+                "{tier} differs from `litellm_routing_preferences.quality_tier` ({}); set one of them",
+                prefs.quality_tier
+            ),
+        )),
+        (Some(prefs), _) => Ok(Some(prefs)),
+        (None, Some(tier)) => Ok(Some(RoutingPreferences::new(tier))),
+        (None, None) => Ok(None),
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@
 //! # Ok::<(), switchyard::config::ConfigError>(())
 //! ```
 
+mod auto_router;
 mod convert;
 mod env;
 mod error;
@@ -43,18 +44,20 @@ mod secret;
 mod settings;
 mod validate;
 
-use std::{fmt, path::Path, time::Duration};
+use std::{collections::BTreeMap, fmt, path::Path, time::Duration};
 
 use switchyard_layers::{
     ApiKey, Deployment,
     cooldown::CooldownConfig,
     fallback::FallbackTables,
     precall::PreCallConfig,
+    preroute::quality::RoutingPreferences,
     retry::RetryConfig,
     select::{RoutingGroups, RoutingStrategy, StrategyArgs},
     state::LatencyConfig,
 };
 
+pub use auto_router::{AutoRouter, PreRouterEntry};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use http_server::EdgeSettings;
 pub use redis::RedisSettings;
@@ -72,6 +75,14 @@ pub struct Config {
     pub deployments: Vec<Deployment>,
     /// `model_group_alias`: other names for model groups.
     pub aliases: Vec<Alias>,
+    /// The `model_list` entries whose `litellm_params.model` is `auto_router/...`: virtual model
+    /// names a pre-router routes to a real group per request, in config order
+    /// ([`build_pre_routers`](Self::build_pre_routers)).
+    pub pre_routers: Vec<PreRouterEntry>,
+    /// The quality router's preferences of each model group
+    /// (`model_info.litellm_routing_preferences`, or `model_info.quality_tier`), merged over the
+    /// group's deployments.
+    pub routing_preferences: BTreeMap<String, RoutingPreferences>,
     /// `routing_strategy` (default `simple-shuffle`).
     pub routing_strategy: RoutingStrategy,
     /// `routing_strategy_args.lowest_latency_buffer`.
@@ -128,6 +139,8 @@ impl Default for Config {
         Self {
             deployments: Vec::new(),
             aliases: Vec::new(),
+            pre_routers: Vec::new(),
+            routing_preferences: BTreeMap::new(),
             routing_strategy: RoutingStrategy::default(),
             strategy_args: StrategyArgs::default(),
             latency: LatencyConfig::default(),
@@ -203,7 +216,8 @@ impl Config {
 
     /// The checks that also apply to a config built in code: unique deployment ids, alias
     /// targets that are model groups, fallback tables that name known groups (a model group,
-    /// an alias, or a name a wildcard `model_name` matches; `*` as a key) and strategy arguments
+    /// an alias, or a name a wildcard `model_name` matches; `*` as a key), pre-routers whose
+    /// virtual names are their own and whose targets are known groups, and strategy arguments
     /// in range (the layer configs are typed: a policy cannot name an unknown field). Loading runs them too, naming YAML paths; here paths
     /// name [`Config`] fields (`deployments[3]`, `fallbacks.general.gpt-4o[1]`).
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -217,6 +231,8 @@ impl fmt::Debug for Config {
         f.debug_struct("Config")
             .field("deployments", &deployments)
             .field("aliases", &self.aliases)
+            .field("pre_routers", &self.pre_routers)
+            .field("routing_preferences", &self.routing_preferences)
             .field("routing_strategy", &self.routing_strategy)
             .field("strategy_args", &self.strategy_args)
             .field("latency", &self.latency)

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use serde_json::{Map, Value};
 use switchyard_layers::{Deployment, deployment::pattern_matches};
 
-use super::{Config, ConfigError};
+use super::{AutoRouter, Config, ConfigError};
 
 /// A fallback table of [`FallbackTables`](switchyard_layers::fallback::FallbackTables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -56,6 +56,8 @@ pub(crate) struct Sources {
     pub(crate) default_fallbacks: Option<Node>,
     /// The path of each alias, in [`Config::aliases`] order.
     pub(crate) aliases: Vec<String>,
+    /// The `model_list` entry of each pre-router, in [`Config::pre_routers`] order.
+    pub(crate) pre_routers: Vec<String>,
 }
 
 impl Sources {
@@ -65,6 +67,17 @@ impl Sources {
 
     fn deployment(&self, i: usize) -> String {
         if self.from_yaml { format!("model_list[{i}]") } else { format!("deployments[{i}]") }
+    }
+
+    /// `key` of pre-router `i`: `model_list[3].litellm_params.{key}` as loaded, `pre_routers[i].{key}`
+    /// in code; the entry itself when `key` is empty.
+    fn pre_router(&self, i: usize, key: &str) -> String {
+        match (self.pre_routers.get(i), key.is_empty()) {
+            (Some(entry), true) => entry.clone(),
+            (Some(entry), false) => format!("{entry}.litellm_params.{key}"),
+            (None, true) => format!("pre_routers[{i}]"),
+            (None, false) => format!("pre_routers[{i}].{key}"),
+        }
     }
 
     fn alias(&self, i: usize) -> String {
@@ -194,6 +207,7 @@ pub(crate) fn validate(config: &Config, sources: &Sources) -> Result<(), ConfigE
         }
     }
     check_targets(&names, &config.fallbacks.default, &sources.default_fallbacks())?;
+    check_pre_routers(config, &names, sources)?;
 
     let buffer = config.strategy_args.lowest_latency_buffer;
     if !(buffer.is_finite() && buffer >= 0.0) {
@@ -224,6 +238,75 @@ fn client_chooses_the_host(d: &Deployment) -> bool {
     d.group.contains('*')
         && d.api_base.as_deref().is_none_or(|b| b.trim().is_empty())
         && (wild_prefix(&d.model) || (used_whole && wild_prefix(&d.group)))
+}
+
+/// Each pre-router's virtual name is its own (no group, alias or other pre-router has it), and
+/// every group it may route to is known; then the router must build.
+fn check_pre_routers(config: &Config, names: &Names<'_>, sources: &Sources) -> Result<(), ConfigError> {
+    let mut seen = HashMap::with_capacity(config.pre_routers.len());
+    for (i, entry) in config.pre_routers.iter().enumerate() {
+        let name = entry.name.as_str();
+        let at_name = || {
+            let entry = sources.pre_router(i, "");
+            if sources.from_yaml { format!("{entry}.model_name") } else { format!("{entry}.name") }
+        };
+        if name.trim().is_empty() {
+            return Err(ConfigError::invalid(at_name(), "a pre-router's model name must not be empty"));
+        }
+        if names.groups.contains(name) || names.aliases.contains(name) {
+            return Err(ConfigError::invalid(
+                at_name(),
+                format!("`{name}` is a model group or an alias already; a pre-router needs a name of its own"),
+            ));
+        }
+        if let Some(first) = seen.insert(name, i) {
+            return Err(ConfigError::invalid(
+                at_name(),
+                format!("`{name}` is also the name of the pre-router of {}", sources.pre_router(first, "")),
+            ));
+        }
+        let known = |group: &str, key: &str| -> Result<(), ConfigError> {
+            if names.knows(group) {
+                return Ok(());
+            }
+            Err(ConfigError::invalid(sources.pre_router(i, key), names.unknown(group)))
+        };
+        match &entry.router {
+            AutoRouter::Complexity(c) => {
+                for (tier, group) in &c.tiers {
+                    known(group, &format!("complexity_router_config.tiers.{tier}"))?;
+                }
+                if let Some(default) = &c.default_model {
+                    known(default, "complexity_router_default_model")?;
+                }
+            }
+            AutoRouter::Quality(q) => {
+                for (j, group) in q.available_models.iter().enumerate() {
+                    let key = format!("quality_router_config.available_models[{j}]");
+                    if !names.groups.contains(group.as_str()) {
+                        let why = format!(
+                            "`{group}` is not a model group in `model_list` (the quality router reads each group's                              `model_info.litellm_routing_preferences`){}",
+                            Names::list(names.groups.iter().copied().collect())
+                        );
+                        return Err(ConfigError::invalid(sources.pre_router(i, &key), why));
+                    }
+                    if !config.routing_preferences.contains_key(group) {
+                        return Err(ConfigError::invalid(
+                            sources.pre_router(i, &key),
+                            format!(
+                                "model group `{group}` declares no quality tier: set                                  `model_info.litellm_routing_preferences.quality_tier` on its deployments"
+                            ),
+                        ));
+                    }
+                }
+                if let Some(default) = &q.default_model {
+                    known(default, "quality_router_default_model")?;
+                }
+            }
+        }
+        entry.router.build(config).map_err(|message| ConfigError::invalid(sources.pre_router(i, ""), message))?;
+    }
+    Ok(())
 }
 
 fn check_targets(names: &Names<'_>, targets: &[String], node: &Node) -> Result<(), ConfigError> {

@@ -56,6 +56,10 @@ pub const LITELLM_ATTEMPTED_FALLBACKS: HeaderName = HeaderName::from_static("x-l
 /// LiteLLM's name for [`OVERHEAD_MS`].
 pub const LITELLM_OVERHEAD_MS: HeaderName = HeaderName::from_static("x-litellm-overhead-duration-ms");
 
+/// The model group a pre-router chose for a virtual model name (a config's `auto_router/...`
+/// entry), set by the stack's pre-route layer; absent when the request named a group itself.
+pub const ROUTED_MODEL: HeaderName = switchyard_layers::preroute::ROUTED_MODEL_HEADER;
+
 /// Which affinity chose the serving deployment (`conversation`, `session`, `prompt_cache`);
 /// absent when the strategy picked.
 pub const AFFINITY: HeaderName = HeaderName::from_static("x-switchyard-affinity");

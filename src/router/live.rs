@@ -25,12 +25,14 @@ use switchyard_layers::{
 use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService, util::Oneshot};
 
 use super::{FallbackHook, RouterService, warm_tokenizers};
-use crate::{Config, config::RedisSettings};
+use crate::{Config, ConfigError, config::RedisSettings};
 
 /// One routing stack, built from one config.
 pub(super) struct Stack {
     /// The cooldown layer, for [`Router::cooldowns`](super::Router::cooldowns).
     pub(super) cooldown: CooldownLayer,
+    /// The virtual model names the pre-route layer answers for, sorted.
+    pub(super) pre_routed: Vec<String>,
     pub(super) service: RouterService,
 }
 
@@ -46,8 +48,17 @@ pub(super) struct Parts {
 impl Parts {
     /// The default stack for `config` over `registry` and `store`, around the provider. The
     /// config holds each layer's settings as loading built and checked them; the router adds
-    /// what is its own: the event hooks, the seed it was given and a fresh retry budget.
-    pub(super) fn stack(&self, config: &Config, registry: &Arc<Registry>, store: &Arc<StateStore>) -> Stack {
+    /// what is its own: the event hooks, the seed it was given and a fresh retry budget. The
+    /// pre-routers are built afresh from the config's `auto_router/...` entries (the only step
+    /// that can fail, on a config built in code that [`Config::validate`] would refuse).
+    pub(super) fn stack(
+        &self,
+        config: &Config,
+        registry: &Arc<Registry>,
+        store: &Arc<StateStore>,
+    ) -> Result<Stack, ConfigError> {
+        let pre_routers = config.build_pre_routers()?;
+        let pre_routed = pre_routers.names().map(str::to_owned).collect();
         let mut cooldown = config.cooldown.clone();
         if let Some(hook) = &self.on_cooldown {
             cooldown.hook = Some(hook.clone());
@@ -68,7 +79,8 @@ impl Parts {
             .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
             .cooldown(cooldown)
             .retry(retry)
-            .precall(config.precall.clone());
+            .precall(config.precall.clone())
+            .pre_routers(pre_routers);
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
         }
@@ -78,7 +90,7 @@ impl Parts {
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
         let service = BoxCloneSyncService::new(stack.layer(self.provider.clone()));
-        Stack { cooldown, service }
+        Ok(Stack { cooldown, pre_routed, service })
     }
 }
 

@@ -209,7 +209,7 @@ impl RouterBuilder<'_> {
             on_cooldown: self.on_cooldown,
             on_fallback: self.on_fallback,
         };
-        let first = parts.stack(config, &registry, &store);
+        let first = parts.stack(config, &registry, &store)?;
         let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
         let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
         Ok(Router { registry, store, live, service })
@@ -317,6 +317,12 @@ impl Router {
         cooldown.list().await
     }
 
+    /// The virtual model names the live stack's pre-routers answer for (the config's
+    /// `auto_router/...` entries), sorted: names a client may ask for beside the registry's.
+    pub fn pre_routed_names(&self) -> Vec<String> {
+        self.live.stack.load().pre_routed.clone()
+    }
+
     /// The stack as a tower service, to embed in axum or another gateway. Each call runs on the
     /// stack that is live when it starts, so the service follows [reloads](Self::reload).
     pub fn service(&self) -> RouterService {
@@ -346,7 +352,7 @@ impl Router {
     /// Builds the stack for `config` without installing it: the step of a reload that can fail.
     pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
         config.validate()?;
-        let stack = self.live.parts.stack(config, &self.registry, &self.store);
+        let stack = self.live.parts.stack(config, &self.registry, &self.store)?;
         Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
     }
 

@@ -100,6 +100,11 @@ pub struct RequestFacts {
     /// the last `cache_control` marker, or a long system prompt): requests sharing it prefer the
     /// deployment that served it last, where the provider's prompt cache is warm.
     pub prompt_prefix: Option<[u8; 32]>,
+    /// The lowest quality tier the caller accepts (`metadata.min_quality_tier` or the
+    /// `x-switchyard-min-quality-tier` header, the larger when both are given): the quality
+    /// pre-router ([`QualityRouter`](crate::preroute::quality::QualityRouter)) routes to no group
+    /// of a lower `quality_tier`.
+    pub min_quality_tier: Option<u32>,
 }
 
 impl RequestFacts {
@@ -204,6 +209,12 @@ impl RequestFacts {
     /// Keeps a handle on the request body for checks that read it lazily.
     pub fn with_body(mut self, body: bytes::Bytes) -> Self {
         self.body = Some(body);
+        self
+    }
+
+    /// With the lowest quality tier the caller accepts.
+    pub fn min_quality_tier(mut self, tier: Option<u32>) -> Self {
+        self.min_quality_tier = tier;
         self
     }
 

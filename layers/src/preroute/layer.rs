@@ -4,7 +4,7 @@ use std::{fmt, sync::Arc};
 
 use tower_layer::Layer;
 
-use super::PreRoute;
+use super::{PreRoute, PreRouters};
 
 /// Applies [`PreRoute`]: requests for `name` (the router's own virtual model name, such as
 /// `smart-router`) go to the group the pre-router `P` (a [`PreRouter`](super::PreRouter)) chooses. See the
@@ -25,7 +25,8 @@ impl<P> PreRouteLayer<P> {
         Self { shared: Arc::new(Shared { name: name.into(), router }) }
     }
 
-    /// The virtual model name the layer answers for.
+    /// The virtual model name the layer answers for (empty for a [`PreRouters`] set, which
+    /// answers for each of its own names).
     pub fn name(&self) -> &str {
         &self.shared.name
     }
@@ -33,6 +34,14 @@ impl<P> PreRouteLayer<P> {
     /// The pre-router.
     pub fn router(&self) -> &P {
         &self.shared.router
+    }
+}
+
+impl PreRouteLayer<PreRouters> {
+    /// Requests for any name of `routers` are routed by that name's pre-router; every other
+    /// request passes through (all of them when the set is empty).
+    pub fn set(routers: PreRouters) -> Self {
+        Self::new("", routers)
     }
 }
 

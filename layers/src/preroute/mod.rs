@@ -57,13 +57,16 @@
 pub mod complexity;
 mod input;
 mod layer;
+pub mod quality;
 mod service;
+mod set;
 
 use std::sync::Arc;
 
 pub use input::{Conversation, PreRouteInput, Role, Turn};
 pub use layer::PreRouteLayer;
 pub use service::{PreRoute, ROUTED_MODEL_HEADER, ResponseFuture};
+pub use set::PreRouters;
 
 use crate::ctx::PreRouteDecision;
 
@@ -87,6 +90,13 @@ use crate::ctx::PreRouteDecision;
 pub trait PreRouter: Send + Sync + 'static {
     /// The group for this request, or `None` to leave it as it is.
     fn route(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision>;
+
+    /// Whether requests for `requested` are this router's when its layer was given the name
+    /// `name`: by default exactly the requests for that name. A [`PreRouters`] set answers for
+    /// each of its own names instead.
+    fn answers_for(&self, name: &str, requested: &str) -> bool {
+        name == requested
+    }
 }
 
 impl<F> PreRouter for F
@@ -101,6 +111,10 @@ where
 impl<P: PreRouter + ?Sized> PreRouter for Arc<P> {
     fn route(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
         (**self).route(input)
+    }
+
+    fn answers_for(&self, name: &str, requested: &str) -> bool {
+        (**self).answers_for(name, requested)
     }
 }
 

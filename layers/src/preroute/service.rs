@@ -60,11 +60,14 @@ where
         let routed = req.route_ctx_mut().and_then(|ctx| {
             // Only a first hop asked for by this name and not routed yet: a fallback's copy, or a
             // request another pre-router already moved, is left alone.
-            if ctx.requested() != &*self.shared.name || ctx.target() != ctx.requested() || ctx.pre_route().is_some() {
+            if !self.shared.router.answers_for(&self.shared.name, ctx.requested())
+                || ctx.target() != ctx.requested()
+                || ctx.pre_route().is_some()
+            {
                 return None;
             }
             let decision = self.shared.router.route(&PreRouteInput::new(ctx.requested(), ctx.facts()))?;
-            record(&self.shared.name, &decision);
+            record(ctx.requested(), &decision);
             ctx.pre_route_to(decision).then(|| ctx.pre_route().cloned()).flatten()
         });
         ResponseFuture { inner: self.inner.call(req), routed }

@@ -77,7 +77,7 @@ mod service;
 
 pub use error::IngressError;
 pub use layer::IngressLayer;
-pub use read::is_json_content_type;
+pub use read::{MIN_QUALITY_TIER_HEADER, is_json_content_type};
 pub use service::Ingress;
 
 /// The request-id header the ingress reads, sets when absent, and echoes on the answer.

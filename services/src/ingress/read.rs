@@ -8,10 +8,10 @@ use http::{HeaderMap, Method, header};
 use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
-use switchyard_layers::{ApiKey, BoxError, RouteCtx, ctx::Endpoint};
+use switchyard_layers::{ApiKey, BoxError, RouteCtx, RouteError, RouteErrorKind, ctx::Endpoint};
 
 use super::IngressError;
-use crate::openai::{FactsError, read_facts};
+use crate::openai::{FactsError, parse_quality_tier, read_facts};
 
 /// What the layer configured.
 #[derive(Clone, Copy, Debug)]
@@ -58,12 +58,26 @@ where
         facts.session = header_text(&parts.headers, SESSION_HEADER).map(str::to_owned);
     }
     facts.caller = caller_key(&parts.headers).map(ApiKey::new);
+    if let Some(value) = parts.headers.get(MIN_QUALITY_TIER_HEADER) {
+        let tier = value.to_str().ok().and_then(parse_quality_tier).ok_or_else(|| {
+            RouteError::new(
+                RouteErrorKind::InvalidRequest,
+                format!("the `{MIN_QUALITY_TIER_HEADER}` header must be a non-negative integer"),
+            )
+        })?;
+        // Both given: both are minimums, so the larger holds.
+        facts.min_quality_tier = Some(facts.min_quality_tier.map_or(tier, |t| t.max(tier)));
+    }
     parts.extensions.insert(RouteCtx::with_facts(model, facts));
     Ok(http::Request::from_parts(parts, body))
 }
 
 /// The header a client may name its session with when the body has no `metadata.session_id`.
 pub(super) const SESSION_HEADER: &str = "x-session-id";
+
+/// The header a client may give its minimum quality tier with (beside `metadata.min_quality_tier`;
+/// the larger holds), read by the quality pre-router.
+pub const MIN_QUALITY_TIER_HEADER: &str = "x-switchyard-min-quality-tier";
 
 fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name)?.to_str().ok().map(str::trim).filter(|v| !v.is_empty())

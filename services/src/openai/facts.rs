@@ -109,6 +109,9 @@ struct Metadata {
     tags: Option<List>,
     #[serde(default)]
     session_id: Option<Shallow>,
+    // The quality pre-router's per-request minimum tier (Switchyard's).
+    #[serde(default)]
+    min_quality_tier: Option<Shallow>,
 }
 
 /// A JSON value read only as far as the probe needs it: a scalar is kept, a container is
@@ -532,9 +535,9 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         Some(other) => return Err(invalid(format!("`model` must be a string, got {}", other.kind()))),
     };
     let stream = read_bool(probe.stream, "stream")?;
-    let (meta_tags, session) = match probe.metadata {
-        Some(m) => (m.tags, m.session_id),
-        None => (None, None),
+    let (meta_tags, session, min_quality_tier) = match probe.metadata {
+        Some(m) => (m.tags, m.session_id, m.min_quality_tier),
+        None => (None, None, None),
     };
     let tags = match meta_tags.filter(|t| !matches!(t.0, Shallow::Null)) {
         Some(t) => read_tags(t.0, "metadata.tags")?,
@@ -579,6 +582,25 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         Some(other) => return Err(invalid(format!("`fallbacks` must be a list, got {}", other.kind()))),
     };
     let disable_fallbacks = read_bool(probe.disable_fallbacks, "disable_fallbacks")?;
+    let min_quality_tier = match min_quality_tier {
+        None | Some(Shallow::Null) => None,
+        Some(Shallow::U64(v)) => match u32::try_from(v) {
+            Ok(v) => Some(v),
+            Err(_) => return Err(invalid(format!("`metadata.min_quality_tier` must be at most {}, got {v}", u32::MAX))),
+        },
+        Some(Shallow::Str(s)) => match parse_quality_tier(&s) {
+            Some(v) => Some(v),
+            None => {
+                return Err(invalid(format!("`metadata.min_quality_tier` must be a non-negative integer, got {s:?}")));
+            }
+        },
+        Some(other) => {
+            return Err(invalid(format!(
+                "`metadata.min_quality_tier` must be a non-negative integer, got {}",
+                other.number().map_or_else(|| other.kind(), |n| n.to_string())
+            )));
+        }
+    };
     // LiteLLM reads `timeout`, else `request_timeout`.
     let timeout = read_seconds(probe.timeout, "timeout")?;
     let request_timeout = read_seconds(probe.request_timeout, "request_timeout")?;
@@ -594,7 +616,8 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         .fallbacks(fallbacks)
         .disable_fallbacks(disable_fallbacks)
         .timeout(timeout.or(request_timeout))
-        .stream_timeout(stream_timeout);
+        .stream_timeout(stream_timeout)
+        .min_quality_tier(min_quality_tier);
     facts.tools = probe.tools.is_some();
     facts.images = probe.messages.is_some_and(|m| m.images) || probe.input.is_some_and(|m| m.images);
     facts.previous_response = match probe.previous_response_id {
@@ -645,6 +668,12 @@ fn read_seconds(value: Option<Shallow>, field: &str) -> Result<Option<Duration>,
             Err(invalid(format!("`{field}` must be a positive number of seconds, got {kind}")))
         }
     }
+}
+
+/// A quality tier written as text (`"3"`, as a header or a string field carries it).
+pub(crate) fn parse_quality_tier(text: &str) -> Option<u32> {
+    let text = text.trim();
+    (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())).then(|| text.parse().ok()).flatten()
 }
 
 fn invalid(message: impl Into<String>) -> RouteError {

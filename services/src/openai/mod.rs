@@ -27,5 +27,5 @@ pub use chat::{ChatChoice, ChatChunk, ChatCompletion, ChatDelta, ChatMessage, Ch
 pub use embedding::{Embedding, EmbeddingRequest, EmbeddingResponse, EmbeddingUsage};
 pub use error::{ApiError, ErrorResponse};
 pub use facts::{CLIENT_CREDENTIAL_KEYS, REQUIRED_PARAM_NAMES, facts_from_json};
-pub(crate) use facts::{FactsError, client_credential_message, read_facts};
+pub(crate) use facts::{FactsError, client_credential_message, parse_quality_tier, read_facts};
 pub use switchyard_dialects::sse::{SseDecoder, SseError, SseEvent};

@@ -16,7 +16,7 @@ use serde_json::Value;
 use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 
 use super::{
-    Config, ConfigError, ConfigErrorKind,
+    Config, ConfigError, ConfigErrorKind, auto_router,
     convert::{NOT_SUPPORTED, Warnings, deployment},
     env::Env,
     include,
@@ -78,7 +78,18 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
     }
     w.ignored_keys("", &extra, NOT_SUPPORTED);
     for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
-        config.deployments.push(deployment(i, model, &mut w)?);
+        if auto_router::is_auto_router(&model) {
+            config.pre_routers.push(auto_router::entry(i, model, &mut w)?);
+            sources.pre_routers.push(format!("model_list[{i}]"));
+            continue;
+        }
+        let (d, prefs) = deployment(i, model, &mut w)?;
+        if let Some(prefs) = prefs {
+            auto_router::merge_preferences(&mut config.routing_preferences, &d.group, prefs, || {
+                format!("model_list[{i}].model_info.litellm_routing_preferences.quality_tier")
+            })?;
+        }
+        config.deployments.push(d);
     }
     let router = raw.router_settings.unwrap_or_default();
     let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);

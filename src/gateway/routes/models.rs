@@ -21,14 +21,12 @@ struct Model {
     owned_by: &'static str,
 }
 
-/// Model groups, wildcard patterns and visible aliases, sorted.
+/// Model groups, wildcard patterns, visible aliases and the pre-routers' virtual names, sorted.
 pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Json<ModelList> {
-    let data = shared
-        .router
-        .registry()
-        .names()
-        .into_iter()
-        .map(|id| Model { id, object: "model", created: 0, owned_by: "switchyard" })
-        .collect();
+    let mut names = shared.router.registry().names();
+    names.extend(shared.router.pre_routed_names());
+    names.sort_unstable();
+    names.dedup();
+    let data = names.into_iter().map(|id| Model { id, object: "model", created: 0, owned_by: "switchyard" }).collect();
     Json(ModelList { object: "list", data })
 }
