@@ -91,10 +91,7 @@ impl PreRouter for ByLength {
         // `None` (not a conversation) leaves the request alone.
         let chars: usize = input.conversation()?.turns().iter().map(|t| t.text.len()).sum();
         let target = if chars >= self.long { "chat-long" } else { "chat" };
-        Some(
-            PreRouteDecision::new(target, "length")
-                .with_dimension(DimensionScore::new("chars", chars as f64, 1.0)),
-        )
+        Some(PreRouteDecision::new(target, "length").with_dimension(DimensionScore::new("chars", chars as f64, 1.0)))
     }
 }
 
@@ -166,7 +163,9 @@ async fn main() -> Result<(), BoxError> {
 
     // The virtual name `auto`: the pre-router picks the group from the conversation's length.
     for text in ["Hi!", &"Summarise this chapter. ".repeat(20)] {
-        let body = Bytes::from(serde_json::json!({"model": "auto", "messages": [{"role": "user", "content": text}]}).to_string());
+        let body = Bytes::from(
+            serde_json::json!({"model": "auto", "messages": [{"role": "user", "content": text}]}).to_string(),
+        );
         let mut req = http::Request::new(body.clone());
         req.extensions_mut().insert(RouteCtx::with_facts("auto", RequestFacts::new().with_body(body)));
         let resp = stack.clone().oneshot(req).await?;

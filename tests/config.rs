@@ -1738,9 +1738,10 @@ fn invalid_pre_router_entries_are_refused_with_their_path() {
         "complexity_router_default_model is required",
     );
     // A typo inside a strict section, a tier that is no tier.
-    for (config, word) in
-        [("{ tiers: { SIMPLE: mini }, tier_boundaries: { simple_medum: 0.2 } }", "simple_medum"), ("{ tiers: { HARD: big } }", "HARD")]
-    {
+    for (config, word) in [
+        ("{ tiers: { SIMPLE: mini }, tier_boundaries: { simple_medum: 0.2 } }", "simple_medum"),
+        ("{ tiers: { HARD: big } }", "HARD"),
+    ] {
         let err = load_err(&complexity(config));
         assert_eq!(err.kind(), ConfigErrorKind::Type, "{err}");
         assert!(err.path().starts_with("model_list[2].litellm_params.complexity_router_config"), "{err}");
@@ -1771,16 +1772,25 @@ fn invalid_pre_router_entries_are_refused_with_their_path() {
     );
     // A virtual name must be its own.
     assert_err(
-        &with_entry("{ model_name: big, litellm_params: { model: auto_router/complexity_router, complexity_router_default_model: mini } }"),
+        &with_entry(
+            "{ model_name: big, litellm_params: { model: auto_router/complexity_router, complexity_router_default_model: mini } }",
+        ),
         ConfigErrorKind::Invalid,
         "model_list[2].model_name",
         "is a model group or an alias already",
     );
     let twice = format!(
         "{}  - {{ model_name: smart, litellm_params: {{ model: auto_router/complexity_router, complexity_router_config: {{ tiers: {{ SIMPLE: big }} }} }} }}\n",
-        with_entry("{ model_name: smart, litellm_params: { model: auto_router/complexity_router, complexity_router_config: { tiers: { SIMPLE: mini } } } }")
+        with_entry(
+            "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, complexity_router_config: { tiers: { SIMPLE: mini } } } }"
+        )
     );
-    assert_err(&twice, ConfigErrorKind::Invalid, "model_list[3].model_name", "also the name of the pre-router of model_list[2]");
+    assert_err(
+        &twice,
+        ConfigErrorKind::Invalid,
+        "model_list[3].model_name",
+        "also the name of the pre-router of model_list[2]",
+    );
 }
 
 #[test]
@@ -1833,19 +1843,28 @@ fn invalid_quality_router_settings_are_refused_with_their_path() {
         "is required",
     );
     assert_err(
-        &quality(tiers, "quality_router_config: { available_models: [mini, gpt-5] }, quality_router_default_model: mini"),
+        &quality(
+            tiers,
+            "quality_router_config: { available_models: [mini, gpt-5] }, quality_router_default_model: mini",
+        ),
         ConfigErrorKind::Invalid,
         "model_list[2].litellm_params.quality_router_config.available_models[1]",
         "`gpt-5` is not a model group in `model_list`",
     );
     assert_err(
-        &quality(["quality_tier: 1", "blocked: false"], "quality_router_config: { available_models: [mini, big] }, quality_router_default_model: mini"),
+        &quality(
+            ["quality_tier: 1", "blocked: false"],
+            "quality_router_config: { available_models: [mini, big] }, quality_router_default_model: mini",
+        ),
         ConfigErrorKind::Invalid,
         "model_list[2].litellm_params.quality_router_config.available_models[1]",
         "model group `big` declares no quality tier",
     );
     assert_err(
-        &quality(tiers, "quality_router_config: { available_models: [mini], complexity_to_quality: { SIMPLE: 1 } }, quality_router_default_model: mini"),
+        &quality(
+            tiers,
+            "quality_router_config: { available_models: [mini], complexity_to_quality: { SIMPLE: 1 } }, quality_router_default_model: mini",
+        ),
         ConfigErrorKind::Invalid,
         "model_list[2].litellm_params.quality_router_config.complexity_to_quality",
         "has no quality tier for MEDIUM",
@@ -1857,13 +1876,19 @@ fn invalid_quality_router_settings_are_refused_with_their_path() {
         "must be >= 0",
     );
     assert_err(
-        &quality(["quality_tier: 1, litellm_routing_preferences: { quality_tier: 2 }", "quality_tier: 2"], "quality_router_default_model: mini"),
+        &quality(
+            ["quality_tier: 1, litellm_routing_preferences: { quality_tier: 2 }", "quality_tier: 2"],
+            "quality_router_default_model: mini",
+        ),
         ConfigErrorKind::Invalid,
         "model_list[0].model_info.quality_tier",
         "differs from `litellm_routing_preferences.quality_tier` (2)",
     );
     assert_err(
-        &quality(["litellm_routing_preferences: { keywords: [a] }", "quality_tier: 2"], "quality_router_default_model: mini"),
+        &quality(
+            ["litellm_routing_preferences: { keywords: [a] }", "quality_tier: 2"],
+            "quality_router_default_model: mini",
+        ),
         ConfigErrorKind::Type,
         "model_list[0].model_info.litellm_routing_preferences",
         "quality_tier",
@@ -1872,7 +1897,12 @@ fn invalid_quality_router_settings_are_refused_with_their_path() {
   - { model_name: g, litellm_params: { model: openai/a }, model_info: { quality_tier: 1 } }
   - { model_name: g, litellm_params: { model: openai/b }, model_info: { quality_tier: 2 } }
 ";
-    assert_err(split, ConfigErrorKind::Invalid, "model_list[1].model_info.litellm_routing_preferences.quality_tier", "a group has one quality tier");
+    assert_err(
+        split,
+        ConfigErrorKind::Invalid,
+        "model_list[1].model_info.litellm_routing_preferences.quality_tier",
+        "a group has one quality tier",
+    );
 }
 
 #[test]

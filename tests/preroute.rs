@@ -7,11 +7,12 @@ use http::StatusCode;
 use serde_json::json;
 use switchyard::{
     Config, Router,
-    layers::{BoxError, RouteBody, RouteCtx, RouteRequest, preroute::ROUTED_MODEL_HEADER},
+    layers::{BoxError, RouteBody, RouteCtx, preroute::ROUTED_MODEL_HEADER},
     services::mock::MockHandle,
 };
 use tower::{ServiceExt, service_fn};
 
+#[allow(dead_code)]
 #[path = "support/loopback.rs"]
 mod loopback;
 
@@ -133,12 +134,9 @@ async fn the_quality_router_serves_the_cheapest_group_meeting_the_callers_minimu
 }
 
 /// A provider that answers every attempt.
-fn provider() -> impl tower::Service<
-    http::Request<Bytes>,
-    Response = http::Response<RouteBody>,
-    Error = BoxError,
-    Future: Send + 'static,
-> + Clone
+fn provider()
+-> impl tower::Service<http::Request<Bytes>, Response = http::Response<RouteBody>, Error = BoxError, Future: Send + 'static>
++ Clone
 + Send
 + Sync
 + 'static {
@@ -205,7 +203,11 @@ async fn a_reload_with_an_invalid_pre_router_changes_nothing() {
         c.tiers.insert(switchyard::layers::preroute::complexity::Tier::Complex, "nowhere".to_owned());
     }
     let err = router.reload(&bad).expect_err("an unknown tier group");
-    assert!(err.to_string().starts_with("pre_routers[0].complexity_router_config.tiers.COMPLEX: `nowhere` is not a model group"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("pre_routers[0].complexity_router_config.tiers.COMPLEX: `nowhere` is not a model group"),
+        "{err}"
+    );
     assert_eq!(router.pre_routed_names(), ["smart"]);
     assert_eq!(routed(&router, "smart", "Hello there").await.expect("served"), "small");
 }

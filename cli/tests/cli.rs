@@ -91,6 +91,35 @@ async fn check_lists_the_groups_and_deployments_of_a_valid_config() {
 }
 
 #[tokio::test]
+async fn check_prints_each_pre_router_with_the_groups_it_may_pick() {
+    let yaml = VALID.replace(
+        "router_settings:",
+        "  - model_name: smart
+    litellm_params:
+      model: auto_router/complexity_router
+      complexity_router_config: { tiers: { SIMPLE: gpt-4o-mini, COMPLEX: gpt-4o } }
+router_settings:",
+    );
+    let path = config_file("pre-routers", &yaml);
+    let (output, stdout, stderr) = run(switchyard().arg("check").arg("--config").arg(&path)).await;
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for expected in [
+        "pre-routers (1)",
+        "smart  (complexity_router)",
+        "SIMPLE   ->  gpt-4o-mini",
+        "COMPLEX  ->  gpt-4o",
+        "default  ->  gpt-4o-mini",
+    ] {
+        assert!(stdout.contains(expected), "`{expected}` missing from:\n{stdout}");
+    }
+    let (output, stdout, _) = run(switchyard().args(["check", "--json", "--config"]).arg(&path)).await;
+    assert!(output.status.success());
+    let json: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(json["pre_routers"][0]["name"], "smart");
+    assert_eq!(json["pre_routers"][0]["router"], "complexity_router");
+}
+
+#[tokio::test]
 async fn check_prints_a_warning_for_every_ignored_key() {
     let yaml = format!("{VALID}litellm_settings: {{ success_callback: [langfuse] }}\nrouter_settings_typo: 1\n");
     let path = config_file("warnings", &yaml);

@@ -244,7 +244,11 @@ fn quality(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) -> 
 
 /// Takes `key` out of the entry's provider parameters and reads it, naming its path (and the
 /// path inside it) in errors. A null is absent.
-fn take<T: DeserializeOwned>(p: &mut RawParams, key: &str, lp: &dyn Fn(&str) -> String) -> Result<Option<T>, ConfigError> {
+fn take<T: DeserializeOwned>(
+    p: &mut RawParams,
+    key: &str,
+    lp: &dyn Fn(&str) -> String,
+) -> Result<Option<T>, ConfigError> {
     let Some(value) = p.extra.remove(key).filter(|v| !v.is_null()) else {
         return Ok(None);
     };

@@ -307,7 +307,10 @@ impl QualityRouter {
         up.or_else(|| {
             (floor < wanted)
                 .then(|| {
-                    self.by_tier.range(floor..wanted).rev().find_map(|(t, groups)| Some((groups.first()?.group.as_str(), *t)))
+                    self.by_tier
+                        .range(floor..wanted)
+                        .rev()
+                        .find_map(|(t, groups)| Some((groups.first()?.group.as_str(), *t)))
                 })
                 .flatten()
         })
@@ -395,7 +398,8 @@ mod tests {
                 QualityCandidate::new("4o", RoutingPreferences::new(2)).with_prices(Some(2.5e-6), Some(1e-5)),
                 QualityCandidate::new("sonnet", RoutingPreferences::new(3).with_keywords(["refactor", " "]))
                     .with_prices(Some(3e-6), Some(1.5e-5)),
-                QualityCandidate::new("o3", RoutingPreferences::new(4).with_keywords(["prove"])).with_prices(None, None),
+                QualityCandidate::new("o3", RoutingPreferences::new(4).with_keywords(["prove"]))
+                    .with_prices(None, None),
                 QualityCandidate::new("not-listed", RoutingPreferences::new(1)).with_prices(Some(0.0), Some(0.0)),
             ],
         )

@@ -586,7 +586,9 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         None | Some(Shallow::Null) => None,
         Some(Shallow::U64(v)) => match u32::try_from(v) {
             Ok(v) => Some(v),
-            Err(_) => return Err(invalid(format!("`metadata.min_quality_tier` must be at most {}, got {v}", u32::MAX))),
+            Err(_) => {
+                return Err(invalid(format!("`metadata.min_quality_tier` must be at most {}, got {v}", u32::MAX)));
+            }
         },
         Some(Shallow::Str(s)) => match parse_quality_tier(&s) {
             Some(v) => Some(v),
@@ -815,6 +817,19 @@ mod tests {
         assert!(facts.tools && !facts.images);
         let (_, facts) = facts_from_json(br#"{"model":"m","tools":null}"#, Endpoint::Chat).expect("valid");
         assert!(!facts.tools);
+    }
+
+    #[test]
+    fn the_minimum_quality_tier_is_a_non_negative_integer() {
+        let tier = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.min_quality_tier;
+        assert_eq!(tier(br#"{"model":"m","metadata":{"min_quality_tier":3}}"#), Some(3));
+        assert_eq!(tier(br#"{"model":"m","metadata":{"min_quality_tier":" 2 "}}"#), Some(2));
+        assert_eq!(tier(br#"{"model":"m","metadata":{"min_quality_tier":null}}"#), None);
+        assert_eq!(tier(br#"{"model":"m"}"#), None);
+        for bad in ["\"high\"", "-1", "1.5", "[1]", "4294967296", "\"\"", "\"+1\""] {
+            let body = format!(r#"{{"model":"m","metadata":{{"min_quality_tier":{bad}}}}}"#);
+            assert!(err(body.as_bytes()).contains("`metadata.min_quality_tier` must be"), "{bad}");
+        }
     }
 
     #[test]
