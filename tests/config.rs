@@ -1913,7 +1913,10 @@ fn a_pre_router_built_in_code_is_checked_by_validate() {
     let mut c = load(TWO_GROUPS).expect("loads");
     c.pre_routers.push(PreRouterEntry::new(
         "smart",
-        AutoRouter::Complexity(ComplexityRouterConfig::with_tiers([(Tier::Simple, "mini"), (Tier::Medium, "typo")])),
+        AutoRouter::Complexity(Box::new(ComplexityRouterConfig::with_tiers([
+            (Tier::Simple, "mini"),
+            (Tier::Medium, "typo"),
+        ]))),
     ));
     let err = c.validate().expect_err("an unknown group");
     assert_eq!(err.path(), "pre_routers[0].complexity_router_config.tiers.MEDIUM", "{err}");

@@ -52,7 +52,7 @@ impl PreRouterEntry {
 pub enum AutoRouter {
     /// `auto_router/complexity_router`: the settings, with the deployment's
     /// `complexity_router_default_model` (or the one derived from the tiers) applied.
-    Complexity(ComplexityRouterConfig),
+    Complexity(Box<ComplexityRouterConfig>),
     /// `auto_router/quality_router`: the settings, with the deployment's
     /// `quality_router_default_model` applied; the candidates' tiers are
     /// [`Config::routing_preferences`].
@@ -101,7 +101,7 @@ impl AutoRouter {
     /// Builds the router over `config`'s groups.
     pub(crate) fn build(&self, config: &Config) -> Result<Arc<dyn PreRouter>, String> {
         match self {
-            Self::Complexity(c) => Ok(Arc::new(ComplexityRouter::new(c.clone()).map_err(|e| e.to_string())?)),
+            Self::Complexity(c) => Ok(Arc::new(ComplexityRouter::new((**c).clone()).map_err(|e| e.to_string())?)),
             Self::Quality(q) => {
                 Ok(Arc::new(QualityRouter::new(q.clone(), candidates(config)).map_err(|e| e.to_string())?))
             }
@@ -213,7 +213,7 @@ fn complexity(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) 
     let default: Option<String> = take(p, "complexity_router_default_model", lp)?;
     let router = ComplexityRouter::from_deployment(config, default)
         .map_err(|e| ConfigError::invalid(lp("complexity_router_config"), e.to_string()))?;
-    Ok(AutoRouter::Complexity(router.config().clone()))
+    Ok(AutoRouter::Complexity(Box::new(router.config().clone())))
 }
 
 fn quality(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) -> Result<AutoRouter, ConfigError> {
