@@ -4,7 +4,9 @@
 //! - `complexity/classify`: the scorer alone on a prompt of about 2 KB (LiteLLM's `classify`);
 //! - `complexity/route_body`: what the layer pays per call, reading the conversation from a chat
 //!   body carrying that prompt (plus a system prompt) and deciding;
-//! - `complexity/greeting`: the same for a two-word prompt.
+//! - `complexity/greeting`: the same for a two-word prompt;
+//! - `quality/route_body`: the quality router on the same body (the same scorer, then the tier's
+//!   cheapest group among eight), with a caller's minimum tier.
 //!
 //! ```text
 //! cargo bench --bench preroute -- --warm-up-time 1 --measurement-time 3
@@ -19,6 +21,7 @@ use switchyard::layers::{
     preroute::{
         PreRouteInput, PreRouter,
         complexity::{ComplexityRouter, ComplexityRouterConfig},
+        quality::{QualityCandidate, QualityRouter, QualityRouterConfig, RoutingPreferences},
     },
 };
 
@@ -62,6 +65,22 @@ fn bench(c: &mut Criterion) {
     let greeting = RequestFacts::new().with_body(chat_body("Hello there!"));
     group.bench_function("greeting", |b| {
         b.iter(|| black_box(router.route(&PreRouteInput::new("smart-router", black_box(&greeting)))))
+    });
+    group.finish();
+
+    let names: Vec<String> = (0..8).map(|i| format!("group-{i}")).collect();
+    let candidates = names.iter().enumerate().map(|(i, name)| {
+        let tier = u32::try_from(i / 2 + 1).unwrap_or(1);
+        QualityCandidate::new(name.as_str(), RoutingPreferences::new(tier)).with_prices(Some(1e-6 * i as f64), None)
+    });
+    let quality = QualityRouter::new(QualityRouterConfig::new(names.iter()).with_default_model("group-0"), candidates)
+        .expect("a valid config");
+    let mut facts = RequestFacts::new().with_body(chat_body(&prompt));
+    facts.min_quality_tier = Some(2);
+    let mut group = c.benchmark_group("quality");
+    group.throughput(Throughput::Bytes(prompt.len() as u64));
+    group.bench_function("route_body", |b| {
+        b.iter(|| black_box(quality.route(&PreRouteInput::new("smart-router", black_box(&facts)))))
     });
     group.finish();
 }
