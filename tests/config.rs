@@ -1796,13 +1796,19 @@ fn invalid_pre_router_entries_are_refused_with_their_path() {
 #[test]
 fn a_pre_router_entry_ignores_provider_keys_with_a_warning() {
     let c = load(&with_entry(
-        "{ model_name: smart, litellm_params: { model: auto_router/complexity_router, api_key: sk-x, rpm: 5, \
+        "{ model_name: smart, rpm: 9, litellm_params: { model: auto_router/complexity_router, api_key: sk-x, rpm: 5, timeout: 3, \
          complexity_router_default_model: mini, quality_router_default_model: big, \
          complexity_router_config: { tiers: { SIMPLE: mini, COMPLEX: big } } } }",
     ))
     .expect("loads");
-    for key in ["api_key", "rpm", "quality_router_default_model"] {
-        let path = format!("model_list[2].litellm_params.{key}");
+    for key in [
+        "rpm",
+        "litellm_params.api_key",
+        "litellm_params.rpm",
+        "litellm_params.timeout",
+        "litellm_params.quality_router_default_model",
+    ] {
+        let path = format!("model_list[2].{key}");
         assert!(c.warnings.iter().any(|w| w.contains(&path)), "{path}: {:#?}", c.warnings);
     }
 }

@@ -168,6 +168,12 @@ pub(crate) fn entry(index: usize, raw: RawModel, w: &mut Warnings) -> Result<Pre
     for key in raw.extra.keys() {
         w.ignored(format!("model_list[].{key}"), &format!("{base}.{key}"), NOT_SUPPORTED);
     }
+    for (key, set) in [("rpm", raw.rpm.is_some()), ("tpm", raw.tpm.is_some())] {
+        if set {
+            let why = "a pre-router entry calls no provider";
+            w.ignored(format!("model_list[].{key} (auto_router)"), &format!("{base}.{key}"), why);
+        }
+    }
     if raw.model_info.is_some() {
         w.ignored(
             "model_list[].model_info (auto_router)".to_owned(),
@@ -261,7 +267,7 @@ fn take<T: DeserializeOwned>(
 
 /// Every other parameter of a pre-router entry: it calls no provider, so none applies.
 fn ignore_params(p: RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) {
-    let typed: [(&str, bool); 12] = [
+    let typed: [(&str, bool); 18] = [
         ("api_key", p.api_key.is_some()),
         ("api_base", p.api_base.is_some()),
         ("api_version", p.api_version.is_some()),
@@ -270,10 +276,16 @@ fn ignore_params(p: RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) {
         ("weight", p.weight.is_some()),
         ("order", p.order.is_some()),
         ("tags", p.tags.is_some()),
-        ("timeout", p.timeout.is_some()),
-        ("num_retries", p.num_retries.is_some()),
-        ("max_budget", p.max_budget.is_some()),
         ("region", p.region.is_some() || p.region_name.is_some()),
+        ("max_parallel_requests", p.max_parallel_requests.is_some()),
+        ("timeout", p.timeout.is_some() || p.request_timeout.is_some()),
+        ("stream_timeout", p.stream_timeout.is_some()),
+        ("cooldown_time", p.cooldown_time.is_some()),
+        ("num_retries", p.num_retries.is_some()),
+        ("input_cost_per_token", p.input_cost_per_token.is_some()),
+        ("output_cost_per_token", p.output_cost_per_token.is_some()),
+        ("max_budget", p.max_budget.is_some()),
+        ("budget_duration", p.budget_duration.is_some()),
     ];
     let extra: BTreeMap<String, Value> = p.extra;
     let keys = typed.iter().filter(|(_, set)| *set).map(|(k, _)| (*k).to_owned()).chain(extra.into_keys());
