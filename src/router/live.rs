@@ -2,9 +2,12 @@
 //! config and swapped in by a reload.
 //!
 //! Every call loads the current [`Stack`] once and runs on it to its end, retries, fallbacks and
-//! streamed body included, so a reload never changes the rules under a call in flight. The
-//! registry and the store are not part of the stack: a rebuilt stack routes over the same ones,
-//! so cooldowns, usage windows, in-flight counts and spend carry over.
+//! streamed body included, so a reload never changes the rules under a call in flight. The stack
+//! holds the registry it resolves names with, so a reload is one swap: a call sees the old
+//! deployments with the old rules or the new ones with the new rules, never a mix. The store is
+//! not part of the stack: a rebuilt stack routes over the same one (the state is keyed by
+//! deployment id), so cooldowns, usage windows, in-flight counts and spend carry over, and so
+//! does the retry budget's balance when its settings did not change.
 
 use std::{
     sync::Arc,
@@ -17,7 +20,9 @@ use bytes::Bytes;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{CooldownHook, CooldownLayer},
+    deployment::RegistryError,
     fallback::FallbackConfig,
+    retry::RetryBudget,
     select::Strategies,
     stack::RoutingStack,
     state::LatencyConfig,
@@ -29,8 +34,12 @@ use crate::{Config, config::RedisSettings};
 
 /// One routing stack, built from one config.
 pub(super) struct Stack {
+    /// The deployments and aliases this stack resolves names with.
+    pub(super) registry: Arc<Registry>,
     /// The cooldown layer, for [`Router::cooldowns`](super::Router::cooldowns).
     pub(super) cooldown: CooldownLayer,
+    /// The retry budget, handed to the next stack if its settings stay the same.
+    budget: Option<Arc<RetryBudget>>,
     pub(super) service: RouterService,
 }
 
@@ -44,18 +53,35 @@ pub(super) struct Parts {
 }
 
 impl Parts {
-    /// The default stack for `config` over `registry` and `store`, around the provider. The
-    /// config holds each layer's settings as loading built and checked them; the router adds
-    /// what is its own: the event hooks, the seed it was given and a fresh retry budget.
-    pub(super) fn stack(&self, config: &Config, registry: &Arc<Registry>, store: &Arc<StateStore>) -> Stack {
+    /// The default stack for `config` over `store`, around the provider, with a registry of the
+    /// config's deployments and aliases (the step that can fail). The config holds each layer's
+    /// settings as loading built and checked them; the router adds what is its own: the event
+    /// hooks, the seed it was given and the retry budget, `previous`'s when the settings match.
+    pub(super) fn stack(
+        &self,
+        config: &Config,
+        store: &Arc<StateStore>,
+        previous: Option<&Stack>,
+    ) -> Result<Stack, RegistryError> {
+        let registry = Arc::new(Registry::new());
+        for d in &config.deployments {
+            registry.add(d.clone())?;
+        }
+        for a in &config.aliases {
+            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
+        }
         let mut cooldown = config.cooldown.clone();
         if let Some(hook) = &self.on_cooldown {
             cooldown.hook = Some(hook.clone());
         }
         let mut retry = config.retry.clone();
-        // A budget is state: a stack spends its own, not one shared with every stack built from
-        // the same config.
-        retry.budget = retry.budget.map(|b| Arc::new(b.fresh()));
+        // A budget is state: a router spends its own, not one shared with every router built from
+        // the same config, and keeps it across reloads that keep its settings.
+        retry.budget = retry.budget.map(|b| match previous.and_then(|p| p.budget.as_ref()) {
+            Some(kept) if kept.same_settings(&b) => kept.clone(),
+            _ => Arc::new(b.fresh()),
+        });
+        let budget = retry.budget.clone();
         warm_tokenizers(config);
         let strategies = Strategies::from_routing_groups(
             config.routing_strategy.build_with(&config.strategy_args),
@@ -78,7 +104,7 @@ impl Parts {
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
         let service = BoxCloneSyncService::new(stack.layer(self.provider.clone()));
-        Stack { cooldown, service }
+        Ok(Stack { registry, cooldown, budget, service })
     }
 }
 
@@ -177,5 +203,54 @@ impl RestartOnly {
             keys.push("router_settings.stream_timeout");
         }
         keys.into_iter().map(|key| format!("{key} changed: restart to apply")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchyard_services::sim::SimProvider;
+
+    use crate::{Config, Router};
+
+    fn config(budget: &str) -> Config {
+        let yaml = format!(
+            "model_list:\n  - {{ model_name: g, litellm_params: {{ model: openai/g }} }}\n\
+             router_settings: {{ num_retries: 1{budget} }}\n"
+        );
+        Config::from_yaml_str(&yaml).expect("valid config")
+    }
+
+    fn budget_of(router: &Router) -> Option<std::sync::Arc<switchyard_layers::retry::RetryBudget>> {
+        router.live.stack.load().budget.clone()
+    }
+
+    #[tokio::test]
+    async fn a_reload_keeps_the_retry_budget_while_its_settings_stay() {
+        let with = config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }");
+        let router = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let first = budget_of(&router).expect("a budget");
+        assert!(first.withdraw() && first.withdraw(), "the floor's two retries");
+        let spent = first.balance();
+
+        router.reload(&config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }, allowed_fails: 9")).expect("reload");
+        let kept = budget_of(&router).expect("a budget");
+        assert!(std::sync::Arc::ptr_eq(&first, &kept), "same settings: the same budget");
+        assert!(kept.balance() <= spent + 0.5, "its spending kept: {} vs {spent}", kept.balance());
+
+        router.reload(&config(", retry_budget: { ratio: 0.5, min_per_sec: 2 }")).expect("reload");
+        let other = budget_of(&router).expect("a budget");
+        assert!(!std::sync::Arc::ptr_eq(&first, &other), "new settings: a new budget");
+
+        router.reload(&config("")).expect("reload");
+        assert!(budget_of(&router).is_none(), "no budget in the config, none in the stack");
+    }
+
+    #[tokio::test]
+    async fn two_routers_from_one_config_never_share_a_budget() {
+        let with = config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }");
+        let a = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let b = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let (a, b) = (budget_of(&a).expect("budget"), budget_of(&b).expect("budget"));
+        assert!(!std::sync::Arc::ptr_eq(&a, &b));
     }
 }
