@@ -779,3 +779,54 @@ async fn sighup_reloads_the_config_file() {
     let _ = stop.send(());
     tokio::time::timeout(PATIENCE, server).await.expect("stopped in time").expect("task").expect("clean stop");
 }
+
+#[tokio::test]
+async fn litellm_metric_names_follow_a_fallback() {
+    let sim = quick_sim(14).profile("a", failing(Failure::InternalError)).profile("b", failing(Failure::InternalError));
+    let gw = gateway_with(CONFIG, sim);
+    let answer = send(&gw, chat("gpt-4o")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    assert_eq!(answer.header("x-switchyard-deployment-id"), "c");
+
+    let text = send(&gw, get("/metrics")).await.text();
+    let has = |name: &str, labels: &[&str]| has_sample(&text, name, labels);
+    assert!(
+        has(
+            "litellm_deployment_failure_responses_total",
+            &[
+                r#"requested_model="gpt-4o""#,
+                r#"model_id="a""#,
+                r#"litellm_model_name="gpt-4o""#,
+                r#"api_provider="openai""#,
+                r#"exception_status="500""#,
+                r#"exception_class="Openai.InternalServerError""#,
+            ]
+        ),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_success_responses_total", &[r#"requested_model="gpt-4o""#, r#"model_id="c""#]));
+    assert!(has("litellm_deployment_total_requests_total", &[r#"model_id="a""#]));
+    assert!(has("litellm_deployment_total_requests_total", &[r#"model_id="c""#]));
+    assert!(
+        has(
+            "litellm_deployment_successful_fallbacks_total",
+            &[r#"requested_model="gpt-4o""#, r#"fallback_model="backup""#]
+        ),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_state", &[r#"model_id="c""#]), "{text}");
+    assert!(has("litellm_llm_api_latency_metric_bucket", &[r#"model_id="c""#, r#"requested_model="gpt-4o""#]));
+    assert!(has("litellm_request_total_latency_metric_count", &[r#"model_id="c""#]));
+    assert!(has("litellm_overhead_latency_metric_count", &[r#"model_group="backup""#]));
+    assert!(has(
+        "litellm_proxy_total_requests_metric_total",
+        &[r#"route="/v1/chat/completions""#, r#"status_code="200""#]
+    ));
+    // Limits from the config, the api_base without its query string.
+    assert!(
+        has("litellm_deployment_rpm_limit", &[r#"model_id="a""#, r#"api_base="https://a.example.com/v1""#]),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_tpm_limit", &[r#"model_id="b""#]), "{text}");
+    assert!(!text.contains("sk-q"), "no credential in a label");
+}

@@ -192,6 +192,7 @@ pub(crate) async fn apply(
     }
     gateway.settings.store(Arc::new(settings));
     gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
+    gateway.litellm.set_deployments(&config.deployments);
     if config.edge != gateway.edge {
         summary.warnings.push("general_settings.edge changed: restart to apply".to_owned());
     }

@@ -161,7 +161,7 @@ pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Response {
 
 /// An endpoint as operators may see it: scheme, host, port and path; credentials in the
 /// authority and the query string are left out.
-fn public_base(base: &str) -> String {
+pub(crate) fn public_base(base: &str) -> String {
     match base.parse::<http::Uri>() {
         Ok(uri) if uri.host().is_some() => {
             let scheme = uri.scheme_str().map(|s| format!("{s}://")).unwrap_or_default();
