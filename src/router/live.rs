@@ -15,7 +15,7 @@ use std::{
     time::Duration,
 };
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 use bytes::Bytes;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
@@ -27,10 +27,17 @@ use switchyard_layers::{
     stack::RoutingStack,
     state::LatencyConfig,
 };
-use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService, util::Oneshot};
+use tower::{Service, util::BoxCloneSyncService};
 
-use super::{FallbackHook, RouterService, warm_tokenizers};
+use super::{FallbackHook, warm_tokenizers};
 use crate::{Config, config::RedisSettings};
+
+/// A whole routing stack around the provider, type-erased.
+pub(super) type StackService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
+
+/// Puts a built [`RoutingStack`] around the provider: the provider stays its own type inside
+/// the stack (no boxed future per attempt), and the whole stack is boxed once.
+pub(super) type Wrap = Arc<dyn Fn(&RoutingStack) -> StackService + Send + Sync>;
 
 /// One routing stack, built from one config.
 pub(super) struct Stack {
@@ -40,12 +47,12 @@ pub(super) struct Stack {
     pub(super) cooldown: CooldownLayer,
     /// The retry budget, handed to the next stack if its settings stay the same.
     budget: Option<Arc<RetryBudget>>,
-    pub(super) service: RouterService,
+    pub(super) service: StackService,
 }
 
 /// What a stack is built from besides the config: kept to build the next one on reload.
 pub(super) struct Parts {
-    pub(super) provider: RouterService,
+    pub(super) wrap: Wrap,
     /// The builder's seed, which overrides the config's.
     pub(super) seed: Option<u64>,
     pub(super) on_cooldown: Option<CooldownHook>,
@@ -103,7 +110,7 @@ impl Parts {
         }
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
-        let service = BoxCloneSyncService::new(stack.layer(self.provider.clone()));
+        let service = (self.wrap)(&stack);
         Ok(Stack { registry, cooldown, budget, service })
     }
 }
@@ -122,30 +129,51 @@ impl Live {
     }
 }
 
-/// The router's service: each call runs on the stack that is live when it starts.
+/// The router as a tower service: each call runs on the stack that is live when it is made
+/// ready, to its end (retries, fallbacks and a streamed body included), so it follows
+/// [reloads](super::Router::reload).
+///
+/// It keeps a clone of the live stack's service and checks, when made ready, whether a reload
+/// installed another one (one atomic load); readiness is the stack's own. Cloning it clones the
+/// stack's service, as cloning the stack itself would, and a call costs what the stack's does.
 #[derive(Clone)]
-pub(super) struct CurrentStack {
+pub struct RouterService {
     live: Arc<Live>,
+    /// The stack `inner` belongs to.
+    current: Arc<Stack>,
+    inner: StackService,
 }
 
-impl CurrentStack {
-    pub(super) const fn new(live: Arc<Live>) -> Self {
-        Self { live }
+impl std::fmt::Debug for RouterService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterService").finish_non_exhaustive()
     }
 }
 
-impl Service<http::Request<Bytes>> for CurrentStack {
+impl RouterService {
+    pub(super) fn new(live: Arc<Live>) -> Self {
+        let current = live.stack.load_full();
+        let inner = current.service.clone();
+        Self { live, current, inner }
+    }
+}
+
+impl Service<http::Request<Bytes>> for RouterService {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = Oneshot<RouterService, http::Request<Bytes>>;
+    type Future = <StackService as Service<http::Request<Bytes>>>::Future;
 
-    /// Always ready: the stack's own readiness is awaited per call, on the stack the call runs on.
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let live = self.live.stack.load();
+        if !Arc::ptr_eq(&live, &self.current) {
+            self.current = Guard::into_inner(live);
+            self.inner = self.current.service.clone();
+        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
-        self.live.stack.load().service.clone().oneshot(req)
+        self.inner.call(req)
     }
 }
 

@@ -17,7 +17,8 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 pub use client::{ChatResponse, ChatStream, EmbedResponse};
-use live::{CurrentStack, Live, Parts, RestartOnly, Stack};
+pub use live::RouterService;
+use live::{Live, Parts, RestartOnly, Stack};
 use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
@@ -29,12 +30,9 @@ use switchyard_layers::{
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
-use tower::{Service, ServiceExt, util::BoxCloneSyncService};
+use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService};
 
 use crate::{Config, ConfigError, config::RedisSettings};
-
-/// The routing stack as a type-erased, cloneable tower service.
-pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
 
 /// The routing stack plus the registry and store it routes with.
 ///
@@ -195,15 +193,11 @@ impl RouterBuilder<'_> {
             Some(store) => store,
             None => default_store(config)?,
         };
-        let parts = Parts {
-            provider: BoxCloneSyncService::new(provider),
-            seed: self.seed,
-            on_cooldown: self.on_cooldown,
-            on_fallback: self.on_fallback,
-        };
+        let wrap: live::Wrap = Arc::new(move |stack| BoxCloneSyncService::new(stack.layer(provider.clone())));
+        let parts = Parts { wrap, seed: self.seed, on_cooldown: self.on_cooldown, on_fallback: self.on_fallback };
         let first = parts.stack(config, &store, None)?;
         let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
-        let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
+        let service = RouterService::new(live.clone());
         Ok(Router { store, live, service })
     }
 }
