@@ -3,17 +3,17 @@
 //! The gateway is called in-process (`oneshot`) with the simulated provider; real time, no sleeps.
 #![cfg(feature = "gateway")]
 
-use std::{
-    path::PathBuf,
-    sync::atomic::{AtomicU32, Ordering},
-    time::Duration,
-};
+use std::time::Duration;
 
 use axum::body::Body;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use switchyard::{Config, gateway::Gateway, services::sim::SimProvider};
 use tower::ServiceExt;
+
+#[path = "support/config_file.rs"]
+mod config_file;
+use config_file::ConfigFile;
 
 const MASTER: &str = "sk-test-master";
 /// Bound on anything a test waits for.
@@ -24,29 +24,6 @@ model_list:
   - { model_name: g, litellm_params: { model: openai/old }, model_info: { id: old } }
 general_settings: { master_key: sk-test-master }
 "#;
-
-/// A config file that is removed when the test ends.
-struct ConfigFile(PathBuf);
-
-impl ConfigFile {
-    fn new(yaml: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!("switchyard-secrets-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let file = Self(std::env::temp_dir().join(name));
-        file.write(yaml);
-        file
-    }
-
-    fn write(&self, yaml: &str) {
-        std::fs::write(&self.0, yaml).expect("write the config file");
-    }
-}
-
-impl Drop for ConfigFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// `POST /router/reload`: the status and the body.
 async fn reload(gw: &Gateway) -> (StatusCode, String) {
@@ -63,8 +40,8 @@ async fn reload(gw: &Gateway) -> (StatusCode, String) {
 }
 
 fn gateway(file: &ConfigFile) -> Gateway {
-    let config = Config::from_path(&file.0).expect("the first config loads");
-    Gateway::builder(config).provider(SimProvider::new(1)).config_path(&file.0).build().expect("gateway")
+    let config = Config::from_path(file.path()).expect("the first config loads");
+    Gateway::builder(config).provider(SimProvider::new(1)).config_path(file.path()).build().expect("gateway")
 }
 
 /// `model_list` with one deployment `n` whose `litellm_params` end with `params`.

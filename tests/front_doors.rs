@@ -13,7 +13,6 @@ use switchyard::{
     services::mock::{MockHandle, MockProfile},
 };
 
-#[allow(dead_code)]
 #[path = "support/loopback.rs"]
 mod loopback;
 

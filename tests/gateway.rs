@@ -4,11 +4,7 @@
 //! upstream. Real time, generous bounds, no sleeps for synchronisation.
 #![cfg(feature = "gateway")]
 
-use std::{
-    path::PathBuf,
-    sync::atomic::{AtomicU32, Ordering},
-    time::Duration,
-};
+use std::time::Duration;
 
 use axum::body::Body;
 use bytes::Bytes;
@@ -28,6 +24,10 @@ use switchyard::{
 };
 use tokio::sync::{mpsc, oneshot};
 use tower::{ServiceBuilder, ServiceExt};
+
+#[path = "support/config_file.rs"]
+mod config_file;
+use config_file::ConfigFile;
 
 const KEY: &str = "sk-test-master";
 const UPSTREAM_KEY: &str = "sk-upstream-secret-0123456789abcdef";
@@ -496,29 +496,6 @@ general_settings: { master_key: sk-test-master }
 
 // ---------------------------------------------------------------- reload
 
-/// A config file that is removed when the test ends.
-struct ConfigFile(PathBuf);
-
-impl ConfigFile {
-    fn new(yaml: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!("switchyard-gateway-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-        let file = Self(std::env::temp_dir().join(name));
-        file.write(yaml);
-        file
-    }
-
-    fn write(&self, yaml: &str) {
-        std::fs::write(&self.0, yaml).expect("write the config file");
-    }
-}
-
-impl Drop for ConfigFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 const BEFORE: &str = r#"
 model_list:
   - { model_name: g, litellm_params: { model: openai/old }, model_info: { id: old } }
@@ -544,9 +521,9 @@ async fn reload_swaps_deployments_while_a_stream_in_flight_completes() {
         .build()
         .expect("valid profile");
     let sim = SimProvider::new(6).profile("old", slow);
-    let gw = Gateway::builder(Config::from_path(&file.0).expect("config"))
+    let gw = Gateway::builder(Config::from_path(file.path()).expect("config"))
         .provider(sim)
-        .config_path(&file.0)
+        .config_path(file.path())
         .build()
         .expect("gateway");
 
@@ -584,7 +561,7 @@ async fn reload_swaps_deployments_while_a_stream_in_flight_completes() {
 #[tokio::test]
 async fn a_broken_config_is_refused_and_changes_nothing() {
     let file = ConfigFile::new(BEFORE);
-    let gw = Gateway::builder(config(BEFORE)).provider(quick_sim(7)).config_path(&file.0).build().expect("gateway");
+    let gw = Gateway::builder(config(BEFORE)).provider(quick_sim(7)).config_path(file.path()).build().expect("gateway");
     file.write("model_list:\n  - { model_name: g, litellm_params: { model: openai/x, rpm: -5 } }\n");
     let answer = send(&gw, post_json("/router/reload", &json!({}))).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
@@ -774,8 +751,11 @@ async fn shutdown_cuts_off_what_still_runs_after_the_grace_period() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_reloads_the_config_file() {
     let file = ConfigFile::new(BEFORE);
-    let gw =
-        Gateway::builder(config(BEFORE)).provider(SimProvider::new(10)).config_path(&file.0).build().expect("gateway");
+    let gw = Gateway::builder(config(BEFORE))
+        .provider(SimProvider::new(10))
+        .config_path(file.path())
+        .build()
+        .expect("gateway");
     let (origin, stop, server) = serve(&gw).await;
     // Once it answers, it is serving, so it listens for SIGHUP.
     let live = client().get(format!("{origin}/health/liveliness").parse().expect("uri")).await.expect("answered");
@@ -786,9 +766,9 @@ async fn sighup_reloads_the_config_file() {
     let sent = std::process::Command::new("kill").args(["-HUP", &pid]).status().expect("run kill");
     assert!(sent.success());
     // The reload runs on the signal's task: wait for its effect (there is no other event to await).
-    let registry = gw.routing().registry().clone();
+    let router = gw.routing().clone();
     let waited = tokio::time::timeout(PATIENCE, async move {
-        while registry.deployment(&"new".into()).is_none() {
+        while router.registry().deployment(&"new".into()).is_none() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -798,4 +778,55 @@ async fn sighup_reloads_the_config_file() {
 
     let _ = stop.send(());
     tokio::time::timeout(PATIENCE, server).await.expect("stopped in time").expect("task").expect("clean stop");
+}
+
+#[tokio::test]
+async fn litellm_metric_names_follow_a_fallback() {
+    let sim = quick_sim(14).profile("a", failing(Failure::InternalError)).profile("b", failing(Failure::InternalError));
+    let gw = gateway_with(CONFIG, sim);
+    let answer = send(&gw, chat("gpt-4o")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    assert_eq!(answer.header("x-switchyard-deployment-id"), "c");
+
+    let text = send(&gw, get("/metrics")).await.text();
+    let has = |name: &str, labels: &[&str]| has_sample(&text, name, labels);
+    assert!(
+        has(
+            "litellm_deployment_failure_responses_total",
+            &[
+                r#"requested_model="gpt-4o""#,
+                r#"model_id="a""#,
+                r#"litellm_model_name="gpt-4o""#,
+                r#"api_provider="openai""#,
+                r#"exception_status="500""#,
+                r#"exception_class="Openai.InternalServerError""#,
+            ]
+        ),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_success_responses_total", &[r#"requested_model="gpt-4o""#, r#"model_id="c""#]));
+    assert!(has("litellm_deployment_total_requests_total", &[r#"model_id="a""#]));
+    assert!(has("litellm_deployment_total_requests_total", &[r#"model_id="c""#]));
+    assert!(
+        has(
+            "litellm_deployment_successful_fallbacks_total",
+            &[r#"requested_model="gpt-4o""#, r#"fallback_model="backup""#]
+        ),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_state", &[r#"model_id="c""#]), "{text}");
+    assert!(has("litellm_llm_api_latency_metric_bucket", &[r#"model_id="c""#, r#"requested_model="gpt-4o""#]));
+    assert!(has("litellm_request_total_latency_metric_count", &[r#"model_id="c""#]));
+    assert!(has("litellm_overhead_latency_metric_count", &[r#"model_group="backup""#]));
+    assert!(has(
+        "litellm_proxy_total_requests_metric_total",
+        &[r#"route="/v1/chat/completions""#, r#"status_code="200""#]
+    ));
+    // Limits from the config, the api_base without its query string.
+    assert!(
+        has("litellm_deployment_rpm_limit", &[r#"model_id="a""#, r#"api_base="https://a.example.com/v1""#]),
+        "{text}"
+    );
+    assert!(has("litellm_deployment_tpm_limit", &[r#"model_id="b""#]), "{text}");
+    assert!(!text.contains("sk-q"), "no credential in a label");
 }

@@ -9,12 +9,7 @@
 //! In its own test binary: it installs the process-wide subscriber.
 #![cfg(feature = "gateway")]
 
-use std::{
-    io::Write,
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-    time::Duration,
-};
+use std::{net::SocketAddr, time::Duration};
 
 use axum::{body::Body, response::Response};
 use serde_json::json;
@@ -27,24 +22,14 @@ use switchyard::{
 };
 use tokio::sync::oneshot;
 
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
+
 /// What every hostile text carries: a forged log line, a terminal escape, a Unicode line
 /// separator and a right-to-left override.
 const HOSTILE: &str =
     "\r\n2026-12-02T00:00:00.000000Z  INFO switchyard: FORGED line\u{1b}[2J\u{1b}]0;owned\u{7}\u{2028}\u{202e}";
-
-/// Formatted `tracing` output.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// An OpenAI-compatible upstream that refuses every key with an OpenAI error whose message
 /// carries [`HOSTILE`].
@@ -111,7 +96,7 @@ router_settings: {{ num_retries: 1, allowed_fails: 0 }}
         .expect_err("the upstream refuses every key");
     assert_eq!(err.upstream_status().map(|s| s.as_u16()), Some(401), "{err}");
 
-    let log = String::from_utf8(capture.0.lock().unwrap_or_else(|e| e.into_inner()).clone()).expect("utf-8 log");
+    let log = capture.text();
     // Each hostile text was logged (escaped), so the test saw the fields it means to check.
     for (place, needle) in [
         ("the call span's otel.name", r"otel.name=chat openai/gpt-4o\r\n2026-12-02"),

@@ -2,11 +2,6 @@
 //! `tracing` caches callsite interest per process, so a test that installs a scoped subscriber
 //! must not race other tests hitting the same callsites without one.
 
-use std::{
-    io::Write,
-    sync::{Arc, Mutex},
-};
-
 use switchyard::{
     Config, Router,
     services::{
@@ -14,6 +9,10 @@ use switchyard::{
         sim::SimProvider,
     },
 };
+
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
 
 const CONFIG: &str = r#"
 model_list:
@@ -36,20 +35,6 @@ fn hello(model: &str) -> ChatRequest {
     ChatRequest::new(model, vec![ChatMessage::user("hello")])
 }
 
-/// Captures formatted `tracing` output.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("capture lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn every_attempt_is_a_span_naming_where_traffic_went() {
     let capture = Capture::default();
@@ -66,7 +51,7 @@ async fn every_attempt_is_a_span_naming_where_traffic_went() {
     let answer = router.chat(hello("gpt4")).await.expect("served");
     drop(_guard);
 
-    let log = String::from_utf8(capture.0.lock().expect("capture lock").clone()).expect("utf-8 log");
+    let log = capture.text();
     let line = log.lines().find(|l| l.contains("attempt")).unwrap_or_else(|| panic!("no attempt span in:\n{log}"));
     for needle in [
         "requested=\"gpt4\"".to_owned(),

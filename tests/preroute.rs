@@ -12,7 +12,6 @@ use switchyard::{
 };
 use tower::{ServiceExt, service_fn};
 
-#[allow(dead_code)]
 #[path = "support/loopback.rs"]
 mod loopback;
 

@@ -16,6 +16,10 @@ use switchyard::{
     },
 };
 
+#[cfg(feature = "gateway")]
+#[path = "support/config_file.rs"]
+mod config_file;
+
 fn config(yaml: &str) -> Config {
     Config::from_yaml_str(yaml).expect("valid config")
 }
@@ -282,6 +286,36 @@ async fn a_stream_in_flight_finishes_on_the_stack_it_started_on() {
     router.chat(hello("g")).await.expect("the slot is free for the new stack");
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_call_in_flight_falls_back_over_the_deployments_it_started_with() {
+    let yaml = "model_list:\n  - { model_name: g, litellm_params: { model: openai/g }, model_info: { id: g1 } }\n  \
+                - { model_name: h, litellm_params: { model: openai/h }, model_info: { id: h1 } }\n\
+                router_settings: { num_retries: 0, fallbacks: [{ g: [h] }] }\n";
+    // `g1` fails after 100 ms, so the call is still on `g` when the reload lands.
+    let slow_failure = SimProfile::builder()
+        .fail(Failure::InternalError, 1.0)
+        .error_latency(Latency::fixed(Duration::from_millis(100)))
+        .build()
+        .expect("valid profile");
+    let router = router(yaml, SimProvider::new(4).profile("g1", slow_failure));
+    let call = tokio::spawn({
+        let router = router.clone();
+        async move { router.chat(hello("g")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+
+    // The new config has no `h` and no fallback: one swap of the stack and its deployments.
+    reload(
+        &router,
+        "model_list:\n  - { model_name: g, litellm_params: { model: openai/g }, model_info: { id: g1 } }\n",
+    );
+    assert!(router.registry().resolve("h").is_err(), "new calls no longer see `h`");
+
+    let answer = call.await.expect("task").expect("the call in flight falls back as its stack said");
+    assert_eq!(answer.served.deployment.as_str(), "h1");
+    router.chat(hello("g")).await.expect_err("a new call has no fallback to `h`");
+}
+
 const WITH_REDIS: &str = r#"
 model_list:
   - { model_name: g, litellm_params: { model: openai/g }, model_info: { id: g1 } }
@@ -310,8 +344,6 @@ async fn a_redis_namespace_change_waits_for_a_restart_and_says_so() {
 
 #[cfg(feature = "gateway")]
 mod gateway {
-    use std::sync::atomic::{AtomicU32, Ordering};
-
     use axum::body::Body;
     use http::{Request, StatusCode};
     use http_body_util::BodyExt;
@@ -320,35 +352,13 @@ mod gateway {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::config_file::ConfigFile;
 
     const PATIENCE: Duration = Duration::from_secs(20);
 
-    /// A config file removed when the test ends.
-    struct ConfigFile(std::path::PathBuf);
-
-    impl ConfigFile {
-        fn new(yaml: &str) -> Self {
-            static N: AtomicU32 = AtomicU32::new(0);
-            let name = format!("switchyard-reload-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-            let file = Self(std::env::temp_dir().join(name));
-            file.write(yaml);
-            file
-        }
-
-        fn write(&self, yaml: &str) {
-            std::fs::write(&self.0, yaml).expect("write the config file");
-        }
-    }
-
-    impl Drop for ConfigFile {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_file(&self.0);
-        }
-    }
-
     fn gateway(file: &ConfigFile, sim: SimProvider) -> Gateway {
-        let config = Config::from_path(&file.0).expect("config");
-        Gateway::builder(config).provider(sim).config_path(&file.0).seed(1).build().expect("gateway")
+        let config = Config::from_path(file.path()).expect("config");
+        Gateway::builder(config).provider(sim).config_path(file.path()).seed(1).build().expect("gateway")
     }
 
     async fn send(gw: &Gateway, key: &str, path: &str, body: Value) -> (StatusCode, http::HeaderMap, Value) {
@@ -419,10 +429,10 @@ general_settings: { master_key: sk-new }
     #[tokio::test]
     async fn restart_only_keys_are_named_in_the_summary() {
         let file = ConfigFile::new(WITH_REDIS);
-        let config = Config::from_path(&file.0).expect("config");
+        let config = Config::from_path(file.path()).expect("config");
         let gw = Gateway::builder(config)
             .provider(SimProvider::new(3))
-            .config_path(&file.0)
+            .config_path(file.path())
             .store(Arc::new(StateStore::memory()))
             .build()
             .expect("gateway");
@@ -446,7 +456,7 @@ general_settings: { master_key: sk-new }
         let models = ConfigFile::new(
             "model_list:\n  - { model_name: k, litellm_params: { model: openai/k }, model_info: { id: k1 } }\n",
         );
-        let name = models.0.file_name().and_then(|n| n.to_str()).expect("a file name").to_owned();
+        let name = models.path().file_name().and_then(|n| n.to_str()).expect("a file name").to_owned();
         let main = ConfigFile::new(&format!("include: [{name}]\n{BEFORE}"));
         let gw = gateway(&main, SimProvider::new(4));
         let (_, headers, _) = send(&gw, "sk-old", "/v1/chat/completions", chat("k")).await;

@@ -14,16 +14,15 @@ use std::{
 };
 
 use http::StatusCode;
+use loopback::{Served, healthy, mock};
 use serde_json::Value;
 use switchyard::{
     Config,
-    gateway::Gateway,
-    services::{
-        mock::{MockHandle, MockProfile, MockUpstream},
-        provider::{HttpProvider, ProviderConfig},
-    },
+    services::mock::{MockHandle, MockProfile},
 };
-use tokio::sync::oneshot;
+
+#[path = "support/loopback.rs"]
+mod loopback;
 
 /// The gateway's master key, which the SDKs present as their API key.
 const MASTER_KEY: &str = "sk-test-master";
@@ -32,39 +31,12 @@ const PATIENCE: Duration = Duration::from_secs(90);
 /// The betas `anthropic_stream.py` asks for.
 const BETA: &str = "interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14";
 
-fn mock(profile: MockProfile) -> MockHandle {
-    MockUpstream::start(profile).expect("mock upstream")
-}
-
-fn healthy() -> MockHandle {
-    mock(MockProfile::builder().build().expect("valid profile"))
-}
-
-/// A gateway served on a loopback port; stops when dropped.
-struct Served {
-    origin: String,
-    _stop: oneshot::Sender<()>,
-}
-
 async fn gateway(model_list: &str, router_settings: &str) -> Served {
     let yaml = format!(
         "model_list:\n{model_list}router_settings:\n  num_retries: 0\n{router_settings}\
          general_settings: {{ master_key: {MASTER_KEY} }}\n"
     );
-    let config = Config::from_yaml_str(&yaml).expect("valid config");
-    let provider = HttpProvider::new(ProviderConfig::default().timeout(Duration::from_secs(10))).expect("provider");
-    let gw = Gateway::builder(config).provider(provider).seed(5).build().expect("gateway");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let origin = format!("http://{}", listener.local_addr().expect("address"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = gw
-            .serve(listener, async move {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Served { origin, _stop: stop }
+    loopback::serve(Config::from_yaml_str(&yaml).expect("valid config"), 5).await
 }
 
 fn deployment(group: &str, model: &str, id: &str, base: &str) -> String {

@@ -19,7 +19,6 @@
 mod redis_support;
 
 use std::{
-    io::Write,
     net::SocketAddr,
     path::PathBuf,
     sync::{Arc, Mutex, OnceLock},
@@ -47,6 +46,10 @@ use tokio::{
 };
 use tower::ServiceExt;
 
+#[path = "support/capture.rs"]
+mod capture;
+use capture::Capture;
+
 /// The deployments' OpenAI key.
 const UPSTREAM_KEY: &str = "plain-upstream-credential";
 /// The Azure deployment's key.
@@ -66,26 +69,6 @@ const SECRETS: [&str; 6] = [UPSTREAM_KEY, AZURE_KEY, EXTRA_SECRET, MASTER_KEY, R
 const PATIENCE: Duration = Duration::from_secs(20);
 
 // ---------------------------------------------------------------- captured outputs
-
-/// Formatted `tracing` output of the whole process.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Capture {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    }
-}
 
 /// Installs the process-wide TRACE subscriber once (spans with their fields on open and close)
 /// and returns its capture.

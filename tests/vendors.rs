@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 use switchyard::services::mock::{BedrockAuth, MockHandle, MockProfile};
 use switchyard::services::profile::Failure;
 
-#[allow(dead_code)]
 #[path = "support/loopback.rs"]
 mod loopback;
 

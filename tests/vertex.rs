@@ -4,30 +4,13 @@
 //! auth failure of the deployment, and the service-account key in no answer.
 #![cfg(all(feature = "gateway", feature = "vertex"))]
 
-use std::time::Duration;
-
-use bytes::Bytes;
-use http::{Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::{client::legacy::Client, rt::TokioExecutor};
+use http::StatusCode;
+use loopback::{Answer, Served, healthy};
 use serde_json::{Value, json};
-use switchyard::{
-    Config,
-    gateway::Gateway,
-    services::{
-        mock::{MockHandle, MockProfile, MockUpstream},
-        provider::{HttpProvider, ProviderConfig},
-    },
-};
-use tokio::sync::oneshot;
+use switchyard::{Config, services::mock::MockHandle};
 
-const PATIENCE: Duration = Duration::from_secs(20);
-
-type HttpClient = Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>;
-
-fn healthy() -> MockHandle {
-    MockUpstream::start(MockProfile::builder().build().expect("valid profile")).expect("mock upstream")
-}
+#[path = "support/loopback.rs"]
+mod loopback;
 
 /// The test-only service-account key of `tests/fixtures` with the mock's `token_uri`, as the JSON
 /// text a `vertex_credentials` holds.
@@ -46,26 +29,8 @@ fn private_key_line() -> String {
     pem.lines().nth(1).expect("a base64 line").to_owned()
 }
 
-struct Served {
-    origin: String,
-    _stop: oneshot::Sender<()>,
-}
-
 async fn gateway(config: Value) -> Served {
-    let config = Config::from_yaml_str(&config.to_string()).expect("valid config");
-    let provider = HttpProvider::new(ProviderConfig::default().timeout(Duration::from_secs(10))).expect("provider");
-    let gw = Gateway::builder(config).provider(provider).seed(11).build().expect("gateway");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let origin = format!("http://{}", listener.local_addr().expect("address"));
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let _ = gw
-            .serve(listener, async move {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Served { origin, _stop: stop }
+    loopback::serve(Config::from_yaml_str(&config.to_string()).expect("valid config"), 11).await
 }
 
 /// A `vertex_ai/{model}` deployment of group `group` calling `mock` with `key`.
@@ -83,39 +48,8 @@ fn vertex(group: &str, model: &str, mock: &MockHandle, key: &str, id: &str) -> V
     })
 }
 
-struct Answer {
-    status: StatusCode,
-    body: Bytes,
-}
-
-impl Answer {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("JSON answer ({e}): {}", self.text()))
-    }
-
-    /// The data of each server-sent event.
-    fn data(&self) -> Vec<String> {
-        self.text()
-            .split("\n\n")
-            .flat_map(|block| block.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned))
-            .collect()
-    }
-}
-
 async fn post(url: String, body: &Value) -> Answer {
-    let client: HttpClient = Client::builder(TokioExecutor::new()).build_http();
-    let req = Request::post(url)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let resp = tokio::time::timeout(PATIENCE, client.request(req)).await.expect("in time").expect("answer");
-    let (parts, body) = resp.into_parts();
-    let body = tokio::time::timeout(PATIENCE, body.collect()).await.expect("in time").expect("body").to_bytes();
-    Answer { status: parts.status, body }
+    loopback::post(url, &body.to_string(), &[]).await
 }
 
 fn chat(model: &str, stream: bool) -> Value {

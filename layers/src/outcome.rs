@@ -80,8 +80,10 @@ impl Outcome {
         self == Self::Success
     }
 
-    /// Whether another attempt may succeed where this one failed (LiteLLM's `_should_retry`:
-    /// 408, 409, 429, 5xx, plus connection failures and broken transfers).
+    /// Whether another attempt may succeed where this one failed: 408, 429, 5xx, connection
+    /// failures and broken transfers. LiteLLM's `_should_retry` also retries a 409; here a 409 is
+    /// a [`BadRequest`](Self::BadRequest) the caller caused and is not retried (see
+    /// `docs/litellm.md`).
     pub fn is_retryable(self) -> bool {
         matches!(self, Self::RateLimited | Self::Timeout | Self::ServerError | Self::Connect | Self::Transport)
     }

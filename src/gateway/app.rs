@@ -52,7 +52,7 @@ const ROUTED: [&str; 14] = [
 pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
     let routing = ServiceBuilder::new()
         .layer(IngressLayer::new(shared.max_body_bytes))
-        .layer(ObserveLayer::new(shared.dashboard.clone(), shared.routing_trail))
+        .layer(ObserveLayer::new(shared.dashboard.clone(), shared.litellm.clone(), shared.routing_trail))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {

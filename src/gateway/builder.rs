@@ -218,13 +218,18 @@ impl GatewayBuilder {
         self.limits.check().map_err(GatewayError::Limits)?;
         reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
         let dashboard = ui::Dashboard::new(self.config.precall.default_max_parallel_requests);
-        let (on_fallback, on_cooldown) = (dashboard.clone(), dashboard.clone());
+        let litellm = Arc::new(metrics::litellm::LiteLlmMetrics::default());
+        litellm.set_deployments(&self.config.deployments);
+        let (on_fallback, on_cooldown, litellm_cooldown) = (dashboard.clone(), dashboard.clone(), litellm.clone());
         let mut router = Router::builder(&self.config)
             .on_fallback(move |e| {
                 metrics::record_fallback(e);
                 on_fallback.feed.fallback(e);
             })
-            .on_cooldown(move |e| on_cooldown.feed.cooldown(e));
+            .on_cooldown(move |e| {
+                litellm_cooldown.cooldown(e);
+                on_cooldown.feed.cooldown(e);
+            });
         if let Some(store) = self.store {
             router = router.store(store);
         }
@@ -246,6 +251,7 @@ impl GatewayBuilder {
             check: self.check,
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
+            litellm,
             routing_trail: self.routing_trail,
             stopping: tokio::sync::watch::Sender::new(false),
         };

@@ -113,6 +113,8 @@ pub(crate) struct GatewayState {
     pub(crate) aliases: tokio::sync::Mutex<Vec<Alias>>,
     /// What the `/ui` dashboard shows besides the router's state: traffic windows, the event feed.
     pub(crate) dashboard: Arc<ui::Dashboard>,
+    /// LiteLLM's Prometheus metrics, with the labels of the current config's deployments.
+    pub(crate) litellm: Arc<metrics::litellm::LiteLlmMetrics>,
     /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).
     pub(crate) routing_trail: bool,
     /// Set when [`Gateway::serve`] starts shutting down: open event streams end, so they do not

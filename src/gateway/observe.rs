@@ -1,5 +1,5 @@
 //! The layer between the ingress and the routing stack: times each routed call, counts its
-//! attempts, retries and overhead, feeds the dashboard's windows (attempts, errors, latency, TTFT
+//! attempts, retries and overhead (ours and [LiteLLM's metric names](super::metrics::litellm)), feeds the dashboard's windows (attempts, errors, latency, TTFT
 //! per deployment) and retry events, and turns the answer's [`Served`] into routing headers and,
 //! when asked, the routing trail ([`trail`](super::trail)), on error answers too.
 
@@ -17,19 +17,20 @@ use switchyard_services::http_error;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::{headers, metrics, trail, ui::Dashboard};
+use super::{headers, metrics, metrics::litellm::LiteLlmMetrics, trail, ui::Dashboard};
 
 /// Applies [`Observe`].
 #[derive(Clone, Debug)]
 pub(crate) struct ObserveLayer {
     dashboard: Arc<Dashboard>,
+    litellm: Arc<LiteLlmMetrics>,
     /// Every answer carries the routing trail, asked for or not.
     trail_always: bool,
 }
 
 impl ObserveLayer {
-    pub(crate) fn new(dashboard: Arc<Dashboard>, trail_always: bool) -> Self {
-        Self { dashboard, trail_always }
+    pub(crate) fn new(dashboard: Arc<Dashboard>, litellm: Arc<LiteLlmMetrics>, trail_always: bool) -> Self {
+        Self { dashboard, litellm, trail_always }
     }
 }
 
@@ -37,7 +38,12 @@ impl<S> Layer<S> for ObserveLayer {
     type Service = Observe<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Observe { inner, dashboard: self.dashboard.clone(), trail_always: self.trail_always }
+        Observe {
+            inner,
+            dashboard: self.dashboard.clone(),
+            litellm: self.litellm.clone(),
+            trail_always: self.trail_always,
+        }
     }
 }
 
@@ -46,6 +52,7 @@ impl<S> Layer<S> for ObserveLayer {
 pub(crate) struct Observe<S> {
     inner: S,
     dashboard: Arc<Dashboard>,
+    litellm: Arc<LiteLlmMetrics>,
     trail_always: bool,
 }
 
@@ -72,7 +79,10 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let dashboard = self.dashboard.clone();
-        let streaming = req.extensions().get::<RouteCtx>().is_some_and(|ctx| ctx.facts().stream);
+        let litellm = self.litellm.clone();
+        let ctx = req.extensions().get::<RouteCtx>();
+        let streaming = ctx.is_some_and(|ctx| ctx.facts().stream);
+        let requested = ctx.map(|ctx| ctx.requested().to_owned()).unwrap_or_default();
         let with_trail = self.trail_always || trail::wanted(req.headers());
         let started = Instant::now();
         Box::pin(async move {
@@ -83,6 +93,7 @@ where
                     if let Some(served) = resp.extensions().get::<Served>().cloned() {
                         let overhead = elapsed.saturating_sub(served.upstream);
                         metrics::record_served(&served, overhead);
+                        litellm.served(&requested, &served, elapsed, overhead, streaming);
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
                         let hit = resp.extensions().get::<AffinityHit>().copied();
@@ -105,6 +116,7 @@ where
                     let route = RouteError::find(&*err);
                     if let Some(route) = route {
                         metrics::record_failed(route.trail());
+                        litellm.failed(&requested, route.trail());
                         dashboard.record_failed(route.trail());
                     }
                     if !with_trail {

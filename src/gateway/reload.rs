@@ -1,15 +1,13 @@
 //! Config reload: a new config applied to the running gateway.
 //!
-//! The new config is read and checked completely, and its routing stack built, before anything
-//! changes, so a broken file changes nothing. Then, back to back: the registry's deployments and
-//! aliases are replaced in one snapshot swap
-//! ([`Registry::replace`](switchyard_layers::Registry::replace)), so a request resolves against
-//! either the old set or the new one, never a mix; the new stack (router settings) becomes the
-//! live one ([`Router::reload`](crate::Router::reload)), over the same registry and store, so
-//! cooldowns, usage windows and spend carry over; and the gateway's own settings (master key,
-//! `cooldown_time` for manual benches, `count_tokens`) are swapped. Requests in flight keep the
-//! deployments they resolved and the stack they started on; removed deployments' cooldowns are
-//! cleared.
+//! The new config is read and checked completely, and its routing stack built with a registry of
+//! its deployments and aliases, before anything changes, so a broken file changes nothing. Then,
+//! back to back: the new stack and its registry become the live ones in one swap
+//! ([`Router::reload`](crate::Router::reload)), so a request runs on the old deployments and rules
+//! or on the new ones, never a mix, over the same store, so cooldowns, usage windows and spend
+//! carry over; and the gateway's own settings (master key, `cooldown_time` for manual benches,
+//! `count_tokens`) are swapped. Requests in flight keep the deployments and the stack they
+//! started on; removed deployments' cooldowns are cleared.
 //!
 //! What the store, the provider and the listener were built with stays until a restart: the
 //! Redis connection and namespace, the latency windows, `timeout` and `stream_timeout`, and
@@ -135,8 +133,8 @@ pub(crate) fn check_all(config: &Config, check: Option<&DeploymentCheck>) -> Res
     Ok(())
 }
 
-/// Applies `config` to the gateway: checks everything and builds the new routing stack first,
-/// then swaps the registry's deployments and aliases, the stack and the gateway's settings.
+/// Applies `config` to the gateway: checks everything and builds the new routing stack and its
+/// registry first, then swaps the stack and the gateway's settings.
 /// `current` holds the aliases the gateway set last time and is updated.
 pub(crate) async fn apply(
     gateway: &GatewayState,
@@ -181,15 +179,8 @@ pub(crate) async fn apply(
             summary.aliases_removed.push(a.alias.clone());
         }
     }
-    // One snapshot swap: a request resolves against the old set or the new one, never a mix.
-    registry
-        .replace(
-            config.deployments.iter().cloned(),
-            config.aliases.iter().map(|a| (a.alias.as_str(), a.target.as_str(), a.hidden)),
-        )
-        .map_err(ReloadError::Registry)?;
     *current = config.aliases.clone();
-    // Right behind the registry: calls that start from here run on the new stack.
+    // One swap: calls that start from here run on the new stack and its deployments.
     summary.warnings.extend(router.install(prepared));
 
     let settings = GatewaySettings::of(config);
@@ -201,6 +192,7 @@ pub(crate) async fn apply(
     }
     gateway.settings.store(Arc::new(settings));
     gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
+    gateway.litellm.set_deployments(&config.deployments);
     if config.edge != gateway.edge {
         summary.warnings.push("general_settings.edge changed: restart to apply".to_owned());
     }
@@ -265,8 +257,8 @@ router_settings:
     #[tokio::test]
     async fn a_reload_adds_updates_and_removes() {
         let gateway = gateway_for(&config(BEFORE), None);
-        let registry = gateway.routing().registry();
         let summary = gateway.reload(config(AFTER)).await.expect("reload");
+        let registry = gateway.routing().registry();
         assert_eq!(summary.added, ["c1"]);
         assert_eq!(summary.updated, ["a1"]);
         assert_eq!(summary.removed, ["b1"]);

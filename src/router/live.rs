@@ -2,9 +2,12 @@
 //! config and swapped in by a reload.
 //!
 //! Every call loads the current [`Stack`] once and runs on it to its end, retries, fallbacks and
-//! streamed body included, so a reload never changes the rules under a call in flight. The
-//! registry and the store are not part of the stack: a rebuilt stack routes over the same ones,
-//! so cooldowns, usage windows, in-flight counts and spend carry over.
+//! streamed body included, so a reload never changes the rules under a call in flight. The stack
+//! holds the registry it resolves names with, so a reload is one swap: a call sees the old
+//! deployments with the old rules or the new ones with the new rules, never a mix. The store is
+//! not part of the stack: a rebuilt stack routes over the same one (the state is keyed by
+//! deployment id), so cooldowns, usage windows, in-flight counts and spend carry over, and so
+//! does the retry budget's balance when its settings did not change.
 
 use std::{
     sync::Arc,
@@ -12,33 +15,45 @@ use std::{
     time::Duration,
 };
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 use bytes::Bytes;
 use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{CooldownHook, CooldownLayer},
     fallback::FallbackConfig,
+    retry::RetryBudget,
     select::Strategies,
     stack::RoutingStack,
     state::LatencyConfig,
 };
-use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService, util::Oneshot};
+use tower::{Service, util::BoxCloneSyncService};
 
-use super::{FallbackHook, RouterService, warm_tokenizers};
-use crate::{Config, ConfigError, config::RedisSettings};
+use super::{FallbackHook, RouterError, warm_tokenizers};
+use crate::{Config, config::RedisSettings};
+
+/// A whole routing stack around the provider, type-erased.
+pub(super) type StackService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
+
+/// Puts a built [`RoutingStack`] around the provider: the provider stays its own type inside
+/// the stack (no boxed future per attempt), and the whole stack is boxed once.
+pub(super) type Wrap = Arc<dyn Fn(&RoutingStack) -> StackService + Send + Sync>;
 
 /// One routing stack, built from one config.
 pub(super) struct Stack {
+    /// The deployments and aliases this stack resolves names with.
+    pub(super) registry: Arc<Registry>,
     /// The cooldown layer, for [`Router::cooldowns`](super::Router::cooldowns).
     pub(super) cooldown: CooldownLayer,
     /// The virtual model names the pre-route layer answers for, sorted.
     pub(super) pre_routed: Vec<String>,
-    pub(super) service: RouterService,
+    /// The retry budget, handed to the next stack if its settings stay the same.
+    budget: Option<Arc<RetryBudget>>,
+    pub(super) service: StackService,
 }
 
 /// What a stack is built from besides the config: kept to build the next one on reload.
 pub(super) struct Parts {
-    pub(super) provider: RouterService,
+    pub(super) wrap: Wrap,
     /// The builder's seed, which overrides the config's.
     pub(super) seed: Option<u64>,
     pub(super) on_cooldown: Option<CooldownHook>,
@@ -46,27 +61,39 @@ pub(super) struct Parts {
 }
 
 impl Parts {
-    /// The default stack for `config` over `registry` and `store`, around the provider. The
-    /// config holds each layer's settings as loading built and checked them; the router adds
-    /// what is its own: the event hooks, the seed it was given and a fresh retry budget. The
-    /// pre-routers are built afresh from the config's `auto_router/...` entries (the only step
-    /// that can fail, on a config built in code that [`Config::validate`] would refuse).
+    /// The default stack for `config` over `store`, around the provider, with a registry of the
+    /// config's deployments and aliases (the step that can fail). The config holds each layer's
+    /// settings as loading built and checked them; the router adds what is its own: the event
+    /// hooks, the seed it was given and the retry budget, `previous`'s when the settings match.
+    /// The pre-routers are built afresh from the config's `auto_router/...` entries (which fails
+    /// only for a config built in code that [`Config::validate`] would refuse).
     pub(super) fn stack(
         &self,
         config: &Config,
-        registry: &Arc<Registry>,
         store: &Arc<StateStore>,
-    ) -> Result<Stack, ConfigError> {
+        previous: Option<&Stack>,
+    ) -> Result<Stack, RouterError> {
         let pre_routers = config.build_pre_routers()?;
         let pre_routed = pre_routers.names().map(str::to_owned).collect();
+        let registry = Arc::new(Registry::new());
+        for d in &config.deployments {
+            registry.add(d.clone())?;
+        }
+        for a in &config.aliases {
+            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
+        }
         let mut cooldown = config.cooldown.clone();
         if let Some(hook) = &self.on_cooldown {
             cooldown.hook = Some(hook.clone());
         }
         let mut retry = config.retry.clone();
-        // A budget is state: a stack spends its own, not one shared with every stack built from
-        // the same config.
-        retry.budget = retry.budget.map(|b| Arc::new(b.fresh()));
+        // A budget is state: a router spends its own, not one shared with every router built from
+        // the same config, and keeps it across reloads that keep its settings.
+        retry.budget = retry.budget.map(|b| match previous.and_then(|p| p.budget.as_ref()) {
+            Some(kept) if kept.same_settings(&b) => kept.clone(),
+            _ => Arc::new(b.fresh()),
+        });
+        let budget = retry.budget.clone();
         warm_tokenizers(config);
         let strategies = Strategies::from_routing_groups(
             config.routing_strategy.build_with(&config.strategy_args),
@@ -89,8 +116,8 @@ impl Parts {
         }
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
-        let service = BoxCloneSyncService::new(stack.layer(self.provider.clone()));
-        Ok(Stack { cooldown, pre_routed, service })
+        let service = (self.wrap)(&stack);
+        Ok(Stack { registry, cooldown, pre_routed, budget, service })
     }
 }
 
@@ -108,30 +135,51 @@ impl Live {
     }
 }
 
-/// The router's service: each call runs on the stack that is live when it starts.
+/// The router as a tower service: each call runs on the stack that is live when it is made
+/// ready, to its end (retries, fallbacks and a streamed body included), so it follows
+/// [reloads](super::Router::reload).
+///
+/// It keeps a clone of the live stack's service and checks, when made ready, whether a reload
+/// installed another one (one atomic load); readiness is the stack's own. Cloning it clones the
+/// stack's service, as cloning the stack itself would, and a call costs what the stack's does.
 #[derive(Clone)]
-pub(super) struct CurrentStack {
+pub struct RouterService {
     live: Arc<Live>,
+    /// The stack `inner` belongs to.
+    current: Arc<Stack>,
+    inner: StackService,
 }
 
-impl CurrentStack {
-    pub(super) const fn new(live: Arc<Live>) -> Self {
-        Self { live }
+impl std::fmt::Debug for RouterService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RouterService").finish_non_exhaustive()
     }
 }
 
-impl Service<http::Request<Bytes>> for CurrentStack {
+impl RouterService {
+    pub(super) fn new(live: Arc<Live>) -> Self {
+        let current = live.stack.load_full();
+        let inner = current.service.clone();
+        Self { live, current, inner }
+    }
+}
+
+impl Service<http::Request<Bytes>> for RouterService {
     type Response = http::Response<RouteBody>;
     type Error = BoxError;
-    type Future = Oneshot<RouterService, http::Request<Bytes>>;
+    type Future = <StackService as Service<http::Request<Bytes>>>::Future;
 
-    /// Always ready: the stack's own readiness is awaited per call, on the stack the call runs on.
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let live = self.live.stack.load();
+        if !Arc::ptr_eq(&live, &self.current) {
+            self.current = Guard::into_inner(live);
+            self.inner = self.current.service.clone();
+        }
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, req: http::Request<Bytes>) -> Self::Future {
-        self.live.stack.load().service.clone().oneshot(req)
+        self.inner.call(req)
     }
 }
 
@@ -189,5 +237,54 @@ impl RestartOnly {
             keys.push("router_settings.stream_timeout");
         }
         keys.into_iter().map(|key| format!("{key} changed: restart to apply")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchyard_services::sim::SimProvider;
+
+    use crate::{Config, Router};
+
+    fn config(budget: &str) -> Config {
+        let yaml = format!(
+            "model_list:\n  - {{ model_name: g, litellm_params: {{ model: openai/g }} }}\n\
+             router_settings: {{ num_retries: 1{budget} }}\n"
+        );
+        Config::from_yaml_str(&yaml).expect("valid config")
+    }
+
+    fn budget_of(router: &Router) -> Option<std::sync::Arc<switchyard_layers::retry::RetryBudget>> {
+        router.live.stack.load().budget.clone()
+    }
+
+    #[tokio::test]
+    async fn a_reload_keeps_the_retry_budget_while_its_settings_stay() {
+        let with = config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }");
+        let router = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let first = budget_of(&router).expect("a budget");
+        assert!(first.withdraw() && first.withdraw(), "the floor's two retries");
+        let spent = first.balance();
+
+        router.reload(&config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }, allowed_fails: 9")).expect("reload");
+        let kept = budget_of(&router).expect("a budget");
+        assert!(std::sync::Arc::ptr_eq(&first, &kept), "same settings: the same budget");
+        assert!(kept.balance() <= spent + 0.5, "its spending kept: {} vs {spent}", kept.balance());
+
+        router.reload(&config(", retry_budget: { ratio: 0.5, min_per_sec: 2 }")).expect("reload");
+        let other = budget_of(&router).expect("a budget");
+        assert!(!std::sync::Arc::ptr_eq(&first, &other), "new settings: a new budget");
+
+        router.reload(&config("")).expect("reload");
+        assert!(budget_of(&router).is_none(), "no budget in the config, none in the stack");
+    }
+
+    #[tokio::test]
+    async fn two_routers_from_one_config_never_share_a_budget() {
+        let with = config(", retry_budget: { ratio: 0.1, min_per_sec: 2 }");
+        let a = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let b = Router::from_config(&with, SimProvider::new(1)).expect("router");
+        let (a, b) = (budget_of(&a).expect("budget"), budget_of(&b).expect("budget"));
+        assert!(!std::sync::Arc::ptr_eq(&a, &b));
     }
 }

@@ -6,9 +6,9 @@
 //! [`Router::chat`], [`Router::chat_stream`] and [`Router::embed`] without an HTTP hop. Both go
 //! through the same layers.
 //!
-//! [`Router::reload`] rebuilds the stack from a new config over the same registry and store
-//! (cooldowns, usage windows and spend carry over) and swaps it in atomically: calls that
-//! started keep the stack they started on, new calls take the new one.
+//! [`Router::reload`] rebuilds the stack and its registry from a new config over the same store
+//! (cooldowns, usage windows and spend carry over) and swaps them in with one atomic store: calls
+//! that started keep the stack and deployments they started on, new calls take the new ones.
 
 mod client;
 mod live;
@@ -17,7 +17,8 @@ use std::{fmt, sync::Arc};
 
 use bytes::Bytes;
 pub use client::{ChatResponse, ChatStream, EmbedResponse};
-use live::{CurrentStack, Live, Parts, RestartOnly, Stack};
+pub use live::RouterService;
+use live::{Live, Parts, RestartOnly, Stack};
 use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
@@ -29,12 +30,9 @@ use switchyard_layers::{
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
-use tower::{Service, ServiceExt, util::BoxCloneSyncService};
+use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService};
 
 use crate::{Config, ConfigError, config::RedisSettings};
-
-/// The routing stack as a type-erased, cloneable tower service.
-pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
 
 /// The routing stack plus the registry and store it routes with.
 ///
@@ -42,7 +40,6 @@ pub type RouterService = BoxCloneSyncService<http::Request<Bytes>, http::Respons
 /// clone is seen by all of them and by every [`service`](Router::service) handed out.
 #[derive(Clone)]
 pub struct Router {
-    registry: Arc<Registry>,
     store: Arc<StateStore>,
     live: Arc<Live>,
     /// Dispatches each call to the live stack.
@@ -51,7 +48,7 @@ pub struct Router {
 
 impl fmt::Debug for Router {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Router").field("registry", &self.registry).finish_non_exhaustive()
+        f.debug_struct("Router").field("registry", &self.registry()).finish_non_exhaustive()
     }
 }
 
@@ -192,27 +189,16 @@ impl RouterBuilder<'_> {
     {
         let config = self.config;
         config.validate()?;
-        let registry = Arc::new(Registry::new());
-        for d in &config.deployments {
-            registry.add(d.clone())?;
-        }
-        for a in &config.aliases {
-            registry.set_alias(a.alias.as_str(), a.target.as_str(), a.hidden)?;
-        }
         let store = match self.store {
             Some(store) => store,
             None => default_store(config)?,
         };
-        let parts = Parts {
-            provider: BoxCloneSyncService::new(provider),
-            seed: self.seed,
-            on_cooldown: self.on_cooldown,
-            on_fallback: self.on_fallback,
-        };
-        let first = parts.stack(config, &registry, &store)?;
+        let wrap: live::Wrap = Arc::new(move |stack| BoxCloneSyncService::new(stack.layer(provider.clone())));
+        let parts = Parts { wrap, seed: self.seed, on_cooldown: self.on_cooldown, on_fallback: self.on_fallback };
+        let first = parts.stack(config, &store, None)?;
         let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
-        let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
-        Ok(Router { registry, store, live, service })
+        let service = RouterService::new(live.clone());
+        Ok(Router { store, live, service })
     }
 }
 
@@ -301,9 +287,11 @@ impl Router {
         RouterBuilder { config, store: None, seed: None, on_cooldown: None, on_fallback: None }
     }
 
-    /// The deployments, groups and aliases; change them at runtime without a restart.
-    pub fn registry(&self) -> &Arc<Registry> {
-        &self.registry
+    /// The deployments, groups and aliases of the live stack; change them at runtime without a
+    /// restart. A [reload](Self::reload) installs a new registry built from its config, so take
+    /// this again after one (changes made here are replaced by the reloaded config's).
+    pub fn registry(&self) -> Arc<Registry> {
+        self.live.stack.load().registry.clone()
     }
 
     /// The shared routing state.
@@ -329,11 +317,12 @@ impl Router {
         self.service.clone()
     }
 
-    /// Applies `config` to the running router: its deployments and aliases replace the
-    /// registry's (one snapshot swap), and a stack rebuilt from its settings (strategy, retries,
-    /// fallback tables, cooldown rules, pre-call checks, limits, budgets, tags, deadline, seed)
-    /// replaces the live one. The registry and the store stay, so cooldowns, usage windows and
-    /// spend carry over; calls in flight finish on the stack they started on.
+    /// Applies `config` to the running router: a stack rebuilt from its settings (strategy,
+    /// retries, fallback tables, cooldown rules, pre-call checks, limits, budgets, tags, deadline,
+    /// seed) with a registry of its deployments and aliases replaces the live one in one atomic
+    /// swap. The store stays, so cooldowns, usage windows and spend carry over (and the retry
+    /// budget's balance, if its settings did not change); calls in flight finish on the stack and
+    /// deployments they started on.
     ///
     /// Everything is checked before anything changes: an invalid config returns an error and
     /// changes nothing. The settings the store and the provider were built with (the Redis
@@ -342,17 +331,13 @@ impl Router {
     /// (`router_settings.redis_namespace changed: restart to apply`).
     pub fn reload(&self, config: &Config) -> Result<Vec<String>, RouterError> {
         let prepared = self.prepare(config)?;
-        self.registry.replace(
-            config.deployments.iter().cloned(),
-            config.aliases.iter().map(|a| (a.alias.as_str(), a.target.as_str(), a.hidden)),
-        )?;
         Ok(self.install(prepared))
     }
 
     /// Builds the stack for `config` without installing it: the step of a reload that can fail.
     pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
         config.validate()?;
-        let stack = self.live.parts.stack(config, &self.registry, &self.store)?;
+        let stack = self.live.parts.stack(config, &self.store, Some(&self.live.stack.load()))?;
         Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
     }
 

@@ -1,5 +1,7 @@
 //! A gateway on a loopback port in front of mock upstreams, and an HTTP client for it: what the
-//! end-to-end tests of the front doors and the vendors share.
+//! end-to-end tests of the front doors, the vendors, Vertex and the SDKs share. Each test file
+//! uses part of it.
+#![allow(dead_code)]
 
 use std::time::Duration;
 
@@ -41,10 +43,15 @@ pub(crate) struct Served {
     _stop: oneshot::Sender<()>,
 }
 
+/// The gateway of `yaml` (seed 5) on a loopback port, through the real HTTP provider.
 pub(crate) async fn gateway(yaml: &str) -> Served {
-    let config = Config::from_yaml_str(yaml).expect("valid config");
+    serve(Config::from_yaml_str(yaml).expect("valid config"), 5).await
+}
+
+/// The gateway of `config` on a loopback port, through the real HTTP provider.
+pub(crate) async fn serve(config: Config, seed: u64) -> Served {
     let provider = HttpProvider::new(ProviderConfig::default().timeout(Duration::from_secs(10))).expect("provider");
-    let gw = Gateway::builder(config).provider(provider).seed(5).build().expect("gateway");
+    let gw = Gateway::builder(config).provider(provider).seed(seed).build().expect("gateway");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let origin = format!("http://{}", listener.local_addr().expect("address"));
     let (stop, stopped) = oneshot::channel::<()>();
@@ -65,6 +72,19 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
+    /// The body as text (lossy).
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The data of each server-sent event.
+    pub(crate) fn data(&self) -> Vec<String> {
+        self.text()
+            .split("\n\n")
+            .flat_map(|block| block.lines().filter_map(|l| l.strip_prefix("data: ")).map(str::to_owned))
+            .collect()
+    }
+
     pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("JSON answer ({e}): {:?}", self.body))
     }

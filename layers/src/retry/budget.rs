@@ -102,6 +102,21 @@ impl RetryBudget {
         }
     }
 
+    /// Whether `other` has the same settings (ratio, floor, capacity), whatever either's balance:
+    /// a reload whose config keeps the budget's settings keeps the budget, and its history.
+    ///
+    /// ```
+    /// use switchyard_layers::retry::RetryBudget;
+    ///
+    /// let a = RetryBudget::new(0.2, 10)?;
+    /// assert!(a.same_settings(&a.fresh()));
+    /// assert!(!a.same_settings(&RetryBudget::new(0.5, 10)?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn same_settings(&self, other: &Self) -> bool {
+        self.deposit == other.deposit && self.capacity == other.capacity && self.min_per_sec == other.min_per_sec
+    }
+
     /// Retries per second credited whatever the traffic (the floor).
     pub fn min_per_sec(&self) -> u32 {
         self.min_per_sec

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use switchyard_layers::{
-    Deployment, DeploymentId,
+    Deployment, DeploymentId, Registry,
     redact::redact,
     state::{CooldownState, WindowUsage},
 };
@@ -104,10 +104,11 @@ fn round_ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// What the state endpoints show of every registered deployment (config order): the
-/// deployments, their cooldown states by id and their window usage (in the same order), or the
-/// 503 to answer when the store cannot be read.
+/// What the state endpoints show of every registered deployment (config order): the live
+/// registry they were read from, the deployments, their cooldown states by id and their window
+/// usage (in the same order).
 pub(crate) struct StoreView {
+    pub(crate) registry: Arc<Registry>,
     pub(crate) deployments: Vec<Arc<Deployment>>,
     pub(crate) cooldowns: HashMap<DeploymentId, CooldownState>,
     pub(crate) usage: Vec<WindowUsage>,
@@ -116,19 +117,20 @@ pub(crate) struct StoreView {
 impl StoreView {
     pub(crate) async fn read(shared: &GatewayState) -> Self {
         let router = &shared.router;
-        let deployments = router.registry().deployments();
+        let registry = router.registry();
+        let deployments = registry.deployments();
         let ids: Vec<DeploymentId> = deployments.iter().map(|d| d.id.clone()).collect();
         let cooldowns = router.cooldowns().await;
         let usage = router.store().usage(&ids).await;
         let cooldowns = cooldowns.into_iter().map(|entry| (entry.deployment, entry.state)).collect();
-        Self { deployments, cooldowns, usage }
+        Self { registry, deployments, cooldowns, usage }
     }
 }
 
 /// Every registered deployment, in config order.
 pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
-    let StoreView { deployments, cooldowns, usage } = StoreView::read(&shared).await;
+    let StoreView { deployments, cooldowns, usage, .. } = StoreView::read(&shared).await;
     let now = Instant::now();
     let local = router.store().local();
     let rows = deployments
@@ -159,7 +161,7 @@ pub(crate) async fn list(State(shared): State<Arc<GatewayState>>) -> Response {
 
 /// An endpoint as operators may see it: scheme, host, port and path; credentials in the
 /// authority and the query string are left out.
-fn public_base(base: &str) -> String {
+pub(crate) fn public_base(base: &str) -> String {
     match base.parse::<http::Uri>() {
         Ok(uri) if uri.host().is_some() => {
             let scheme = uri.scheme_str().map(|s| format!("{s}://")).unwrap_or_default();

@@ -120,8 +120,8 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
     let router = &shared.router;
     let dashboard = &shared.dashboard;
     let settings = shared.settings.load_full();
-    let StoreView { deployments, cooldowns, usage } = StoreView::read(&shared).await;
-    dashboard.stats.retain(|id| router.registry().deployment(id).is_some());
+    let StoreView { registry, deployments, cooldowns, usage } = StoreView::read(&shared).await;
+    dashboard.stats.retain(|id| registry.deployment(id).is_some());
     dashboard.feed.sweep();
 
     let now = Instant::now();
@@ -138,7 +138,7 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
         .into_iter()
         .map(|name| {
             let rows = members.remove(&name).unwrap_or_default();
-            let group = router.registry().group(&name);
+            let group = registry.group(&name);
             let basis = group.map(|g| g.weight_basis());
             group_view(&name, basis, &rows, &cooldowns, dashboard, router.store().local(), now)
         })

@@ -1,5 +1,6 @@
 //! Prometheus metrics: one recorder per process, installed by the first gateway, rendered by
-//! `GET /metrics`.
+//! `GET /metrics`. Ours are named `switchyard_*`; LiteLLM's names are emitted beside them
+//! ([`litellm`]).
 //!
 //! The `metrics` facade has one global recorder per process, so the first [`Gateway`] built
 //! installs a `PrometheusRecorder` and every later one (tests build many) renders from the same
@@ -12,6 +13,8 @@
 use std::{collections::BTreeMap, sync::OnceLock, time::Duration};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub(crate) mod litellm;
 use switchyard_layers::{AttemptRecord, Served, fallback::FallbackEvent};
 
 /// Requests answered by the gateway, by endpoint and status.
@@ -64,7 +67,12 @@ pub(crate) fn process_handle() -> Option<PrometheusHandle> {
 fn builder() -> PrometheusBuilder {
     let histograms = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Full(REQUEST_DURATION.to_owned()), &DURATION_BUCKETS)
-        .and_then(|b| b.set_buckets_for_metric(Matcher::Full(OVERHEAD.to_owned()), &OVERHEAD_BUCKETS));
+        .and_then(|b| b.set_buckets_for_metric(Matcher::Full(OVERHEAD.to_owned()), &OVERHEAD_BUCKETS))
+        .and_then(|b| {
+            litellm::HISTOGRAMS.iter().try_fold(b, |b, name| {
+                b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), &litellm::LATENCY_BUCKETS)
+            })
+        });
     // The bucket lists are constants and not empty, so this does not fail; summaries otherwise.
     histograms.unwrap_or_default()
 }
@@ -86,6 +94,7 @@ fn describe() {
     );
     metrics::describe_counter!(RELOADS, "Config reloads, by result.");
     metrics::describe_counter!("switchyard_cooldowns_total", "Deployments benched, by group, deployment and outcome.");
+    litellm::describe();
 }
 
 /// The endpoint label for a request path: the route, never the raw path (bounded cardinality).
@@ -117,6 +126,7 @@ pub(crate) fn endpoint_label(path: &str) -> &'static str {
 pub(crate) fn record_request(endpoint: &'static str, status: u16, elapsed: Duration) {
     metrics::counter!(REQUESTS, "endpoint" => endpoint, "status" => status.to_string()).increment(1);
     metrics::histogram!(REQUEST_DURATION, "endpoint" => endpoint).record(elapsed.as_secs_f64());
+    litellm::record_request(endpoint, status);
 }
 
 /// Counts the attempts and retries of a call that was served, and its overhead.
