@@ -213,6 +213,8 @@ pub(crate) struct RawModelInfo {
     pub(crate) input_cost_per_token: Option<Num>,
     pub(crate) output_cost_per_token: Option<Num>,
     pub(crate) blocked: Option<Flag>,
+    /// LiteLLM 1.100 reads it before `litellm_params.cooldown_time`.
+    pub(crate) cooldown_time: Option<Num>,
     /// `supports_*` flags, metadata, and anything else.
     #[serde(flatten)]
     pub(crate) extra: Extra,
