@@ -237,6 +237,8 @@ pub(crate) struct RawRouterSettings {
     pub(crate) cooldown_time: Option<Num>,
     pub(crate) disable_cooldowns: Option<Flag>,
     pub(crate) enable_pre_call_checks: Option<Flag>,
+    /// Ours: declared `rpm` / `tpm` limits refuse requests under every strategy.
+    pub(crate) enforce_rate_limits: Option<Flag>,
     pub(crate) enable_tag_filtering: Option<Flag>,
     pub(crate) tag_filtering_match_any: Option<Flag>,
     pub(crate) default_max_parallel_requests: Option<Num>,

@@ -12,7 +12,9 @@ use std::{
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
-use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served, precall::AffinityHit};
+use switchyard_layers::{
+    BoxError, Registry, RouteBody, RouteCtx, RouteError, Served, StateStore, precall::AffinityHit,
+};
 use switchyard_services::http_error;
 use tokio::time::Instant;
 use tower::{Layer, Service};
@@ -25,11 +27,22 @@ pub(crate) struct ObserveLayer {
     dashboard: Arc<Dashboard>,
     /// Every answer carries the routing trail, asked for or not.
     trail_always: bool,
+    /// The deployments (prices, limits) and the usage windows, for LiteLLM's cost and
+    /// rate-limit headers.
+    state: RoutingState,
+}
+
+/// What the LiteLLM cost and rate-limit headers read: the router's registry and store (the same
+/// ones across reloads).
+#[derive(Clone, Debug)]
+pub(crate) struct RoutingState {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) store: Arc<StateStore>,
 }
 
 impl ObserveLayer {
-    pub(crate) fn new(dashboard: Arc<Dashboard>, trail_always: bool) -> Self {
-        Self { dashboard, trail_always }
+    pub(crate) fn new(dashboard: Arc<Dashboard>, trail_always: bool, state: RoutingState) -> Self {
+        Self { dashboard, trail_always, state }
     }
 }
 
@@ -37,7 +50,7 @@ impl<S> Layer<S> for ObserveLayer {
     type Service = Observe<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Observe { inner, dashboard: self.dashboard.clone(), trail_always: self.trail_always }
+        Observe { inner, dashboard: self.dashboard.clone(), trail_always: self.trail_always, state: self.state.clone() }
     }
 }
 
@@ -47,6 +60,7 @@ pub(crate) struct Observe<S> {
     inner: S,
     dashboard: Arc<Dashboard>,
     trail_always: bool,
+    state: RoutingState,
 }
 
 impl<S> fmt::Debug for Observe<S> {
@@ -74,6 +88,9 @@ where
         let dashboard = self.dashboard.clone();
         let streaming = req.extensions().get::<RouteCtx>().is_some_and(|ctx| ctx.facts().stream);
         let with_trail = self.trail_always || trail::wanted(req.headers());
+        // LiteLLM's call id is the request's id (set by the edge before this layer).
+        let call_id = req.headers().get(headers::REQUEST_ID).cloned();
+        let state = self.state.clone();
         let started = Instant::now();
         Box::pin(async move {
             let result = inner.call(req).await;
@@ -85,6 +102,10 @@ where
                         metrics::record_served(&served, overhead);
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
+                        if let Some(id) = call_id {
+                            resp.headers_mut().insert(headers::LITELLM_CALL_ID, id);
+                        }
+                        litellm_usage_headers(&state, &served, streaming, &mut resp).await;
                         let hit = resp.extensions().get::<AffinityHit>().copied();
                         if let Some(hit) = hit {
                             resp.headers_mut().insert(headers::AFFINITY, HeaderValue::from_static(hit.as_str()));
@@ -119,4 +140,42 @@ where
             }
         })
     }
+}
+
+/// LiteLLM's `x-litellm-response-cost` (a whole answer with a usage and a priced deployment) and
+/// its router's `x-ratelimit-*` for the serving group (when a deployment of it declares `rpm` or
+/// `tpm`: one usage read of the group's window). The window already holds this request and its
+/// input-token estimate; a whole answer's completion tokens, added when its body ends, are taken
+/// off here (LiteLLM takes off the request and its tokens, which its counters add only later).
+async fn litellm_usage_headers(
+    state: &RoutingState,
+    served: &Served,
+    streaming: bool,
+    resp: &mut http::Response<RouteBody>,
+) {
+    let usage = resp.body().usage().filter(|_| !streaming);
+    if let Some(u) = usage
+        && let Some(cost) =
+            state.registry.deployment(&served.deployment).and_then(|d| d.cost(u.prompt_tokens, u.completion_tokens))
+    {
+        headers::insert_response_cost(resp.headers_mut(), cost);
+    }
+    let Ok(resolved) = state.registry.resolve(&served.group) else { return };
+    let group = resolved.group.deployments();
+    let rpm: Option<u64> = group.iter().filter_map(|d| d.rpm).reduce(u64::saturating_add);
+    let tpm: Option<u64> = group.iter().filter_map(|d| d.tpm).reduce(u64::saturating_add);
+    if rpm.is_none() && tpm.is_none() {
+        return;
+    }
+    let ids: Vec<_> = group.iter().map(|d| d.id.clone()).collect();
+    let (requests, tokens) = state
+        .store
+        .usage(&ids)
+        .await
+        .into_iter()
+        .fold((0u64, 0u64), |(r, t), u| (r.saturating_add(u.requests), t.saturating_add(u.tokens)));
+    let pending = usage.map_or(0, |u| u.completion_tokens);
+    let limits =
+        headers::GroupLimits::new(rpm.map(|l| (l, requests)), tpm.map(|l| (l, tokens.saturating_add(pending))));
+    headers::insert_group_limits(resp.headers_mut(), limits);
 }
