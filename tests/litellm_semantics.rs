@@ -169,7 +169,8 @@ async fn a_content_filtered_answer_goes_to_the_content_policy_fallbacks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_content_filtered_answer_is_returned_as_is_unless_a_fallback_takes_it() {
     let (base, _up) = upstream().await;
-    let entries = [("gpt-4o", "filtered-gpt", "", ""), ("other", "clean-other", "", ""), ("safe", "clean-safe", "", "")];
+    let entries =
+        [("gpt-4o", "filtered-gpt", "", ""), ("other", "clean-other", "", ""), ("safe", "clean-safe", "", "")];
     for (settings, served) in [
         ("num_retries: 0", "filtered-gpt"),
         ("content_policy_fallbacks: [{ other: [safe] }], default_fallbacks: [safe]", "filtered-gpt"),
@@ -233,7 +234,8 @@ async fn rpm_is_a_weight_unless_enforce_rate_limits_is_set() {
     for _ in 0..3 {
         assert_eq!(chat(&gw, "g").await.status, StatusCode::OK);
     }
-    for settings in ["num_retries: 0, enforce_rate_limits: true", "optional_pre_call_checks: [enforce_model_rate_limits]"]
+    for settings in
+        ["num_retries: 0, enforce_rate_limits: true", "optional_pre_call_checks: [enforce_model_rate_limits]"]
     {
         let gw = gateway(&base, &entries, settings);
         assert_eq!(chat(&gw, "g").await.status, StatusCode::OK);

@@ -492,7 +492,10 @@ where
     let fallback = FallbackLayer::new(reg.clone(), fallbacks.unwrap_or_default());
     ServiceBuilder::new()
         .layer(fallback)
-        .layer(RetryLayer::new(reg.clone(), store.clone(), RetryConfig::default().num_retries(num_retries)).with_seed(SEED))
+        .layer(
+            RetryLayer::new(reg.clone(), store.clone(), RetryConfig::default().num_retries(num_retries))
+                .with_seed(SEED),
+        )
         .layer(precall(reg, store, PreCallConfig::new()))
         .layer(select(reg, store, RoutingStrategy::SimpleShuffle))
         .service(provider)
@@ -552,7 +555,10 @@ async fn retries_after_a_tier_move_stay_on_the_new_tier() {
                 let d = selected_id(&req);
                 log.lock().push(d.clone());
                 let fails = d == "primary"
-                    || (d == "backup" && backup_failures.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok());
+                    || (d == "backup"
+                        && backup_failures
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok());
                 if fails {
                     return Err::<Resp, BoxError>(RouteError::upstream(Outcome::ServerError, id(&d), "500").into());
                 }

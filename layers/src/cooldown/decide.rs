@@ -168,8 +168,7 @@ mod tests {
     fn model_info_cooldown_time_wins_over_the_request_the_params_and_retry_after() {
         let c = CooldownConfig::default();
         let secs = Duration::from_secs;
-        let both =
-            Deployment::builder("g", "m").cooldown_time(secs(9)).info_cooldown_time(secs(42)).build().unwrap();
+        let both = Deployment::builder("g", "m").cooldown_time(secs(9)).info_cooldown_time(secs(42)).build().unwrap();
         let params = Deployment::builder("g", "m").cooldown_time(secs(9)).build().unwrap();
         let ra = Some(secs(30));
         assert_eq!(cooldown_time(Some(&both), Some(secs(3)), ra, &c), Some(secs(42)));

@@ -118,8 +118,10 @@ fn precall(c: &mut Config, rs: &mut RawRouterSettings, w: &mut Warnings) -> Resu
         ));
     }
     // LiteLLM's `enforce_model_rate_limits` pre-call check is our `enforce_rate_limits`.
-    let enforce_model_rate_limits =
-        rs.optional_pre_call_checks.as_ref().is_some_and(|checks| checks.iter().any(|c| c == "enforce_model_rate_limits"));
+    let enforce_model_rate_limits = rs
+        .optional_pre_call_checks
+        .as_ref()
+        .is_some_and(|checks| checks.iter().any(|c| c == "enforce_model_rate_limits"));
     let mut p = std::mem::take(&mut c.precall)
         .pre_call_checks(rs.enable_pre_call_checks.is_some_and(|f| f.0))
         .enforce_rate_limits(rs.enforce_rate_limits.is_some_and(|f| f.0) || enforce_model_rate_limits)
