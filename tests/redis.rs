@@ -43,6 +43,7 @@ router_settings:
   num_retries: 2
   allowed_fails: 0
   cooldown_time: 60
+  enforce_rate_limits: true
 "#;
 
 fn sim() -> SimProvider {

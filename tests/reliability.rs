@@ -443,7 +443,7 @@ mod redis_faults {
         }
     }
 
-    const YAML_TAIL: &str = "router_settings:\n  num_retries: 1\n";
+    const YAML_TAIL: &str = "router_settings:\n  num_retries: 1\n  enforce_rate_limits: true\n";
 
     fn yaml(upstream: &MockHandle) -> String {
         let mut yaml = String::from("model_list:\n");

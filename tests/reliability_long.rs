@@ -303,7 +303,7 @@ mod replicas {
         yaml += &entry("during-kill", "during-kill", ", rpm: 200");
         yaml += &entry("after-kill", "after-kill", ", rpm: 100");
         yaml += &format!(
-            "router_settings:\n  num_retries: 0\n  redis_url: {}\n  redis_namespace: replicas\n  redis_response_timeout: 2\n",
+            "router_settings:\n  num_retries: 0\n  enforce_rate_limits: true\n  redis_url: {}\n  redis_namespace: replicas\n  redis_response_timeout: 2\n",
             redis.url()
         );
         yaml

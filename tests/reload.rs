@@ -168,8 +168,8 @@ async fn a_reload_changes_the_cooldown_rules() {
 
 #[tokio::test(start_paused = true)]
 async fn a_reload_changes_rpm_and_parallel_limits() {
-    let limited =
-        "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 1 }, model_info: { id: g1 } }\n";
+    let limited = "model_list:\n  - { model_name: g, litellm_params: { model: openai/g, rpm: 1 }, model_info: { id: g1 } }\n\
+                   router_settings: { enforce_rate_limits: true }\n";
     let router = router(limited, SimProvider::new(4));
     router.chat(hello("g")).await.expect("the first request of the minute");
     let err = router.chat(hello("g")).await.expect_err("rpm 1");

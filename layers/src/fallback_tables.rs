@@ -122,6 +122,30 @@ impl FallbackTables {
         (!default.is_empty()).then_some((FallbackTable::Default, default))
     }
 
+    /// Whether an answer a content filter cut (a 200 whose `finish_reason` is `content_filter`)
+    /// should fail as a [`ContentPolicy`](Outcome::ContentPolicy) failure for a group known by
+    /// `names`, so a fallback serves it instead; otherwise it is returned as it is. LiteLLM's
+    /// `_should_raise_content_policy_error`: when `content_policy_fallbacks` is configured, only
+    /// when the group has an entry in it; when it is not configured at all, when default
+    /// fallbacks (or a `*` entry) exist.
+    ///
+    /// ```
+    /// use switchyard_layers::fallback_tables::FallbackTables;
+    /// let mut t = FallbackTables::default();
+    /// assert!(!t.takes_filtered_answers(&["gpt-4o"]));
+    /// t.default.push("claude".into());
+    /// assert!(t.takes_filtered_answers(&["gpt-4o"]), "no content-policy table: the defaults take it");
+    /// t.content_policy.insert("other".into(), vec!["claude".into()]);
+    /// assert!(!t.takes_filtered_answers(&["gpt-4o"]), "a table without an entry for the group");
+    /// assert!(t.takes_filtered_answers(&["other"]));
+    /// ```
+    pub fn takes_filtered_answers(&self, names: &[&str]) -> bool {
+        if self.content_policy.values().any(|l| !l.is_empty()) {
+            return entry(&self.content_policy, names).is_some();
+        }
+        !self.default.is_empty() || self.general.get("*").is_some_and(|l| !l.is_empty())
+    }
+
     /// Whether no table has any entry (then no call can fall back unless its request brings a list).
     pub fn is_empty(&self) -> bool {
         self.general.values().all(Vec::is_empty)

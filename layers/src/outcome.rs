@@ -191,6 +191,41 @@ pub fn classify(status: StatusCode, headers: &HeaderMap, body: &[u8]) -> Classif
     Classified { outcome, retry_after }
 }
 
+/// Whether a successful chat completion is an answer a content filter cut: its first choice
+/// finished with `content_filter`, or it has an empty `choices` list (LiteLLM's
+/// `_should_raise_content_policy_error` reads both so). Such an answer is a
+/// [`Outcome::ContentPolicy`] failure when a fallback can serve the request instead
+/// ([`RouteCtx::content_filter_falls_back`](crate::RouteCtx::content_filter_falls_back)); the
+/// provider decides, once, for a whole (non-streamed) answer.
+///
+/// ```
+/// use switchyard_layers::outcome::content_filtered;
+/// assert!(content_filtered(br#"{"choices":[{"index":0,"finish_reason":"content_filter","message":{"role":"assistant","content":null}}]}"#));
+/// assert!(content_filtered(br#"{"choices":[]}"#));
+/// assert!(!content_filtered(br#"{"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}"#));
+/// assert!(!content_filtered(b"not json"));
+/// ```
+pub fn content_filtered(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Answer {
+        choices: Option<Vec<Choice>>,
+    }
+    #[derive(Deserialize)]
+    struct Choice {
+        #[serde(default)]
+        finish_reason: Option<String>,
+    }
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return false;
+    }
+    match serde_json::from_slice::<Answer>(body) {
+        Ok(Answer { choices: Some(choices) }) => {
+            choices.first().is_none_or(|c| c.finish_reason.as_deref() == Some("content_filter"))
+        }
+        _ => false,
+    }
+}
+
 fn classify_codes(codes: &[&str], message: &str) -> Option<Outcome> {
     for code in codes {
         match *code {

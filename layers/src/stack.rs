@@ -282,7 +282,10 @@ impl RoutingStackBuilder {
             precall,
             pre_routers,
         } = self;
-        let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies);
+        // `enforce_rate_limits` is one setting: the pre-call filter and the select layer's
+        // reservation (which holds without a pre-call layer too).
+        let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies)
+            .enforce_rate_limits(precall.enforce_rate_limits);
         let mut retry = RetryLayer::new(registry.clone(), store.clone(), retry);
         if let Some(seed) = seed {
             // Two streams of one root: the picks and the jitter must not repeat each other.

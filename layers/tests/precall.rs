@@ -477,7 +477,166 @@ async fn failed_tier_fails_over_to_the_next_tier_and_never_reselects_the_failed_
     }
 }
 
+/// Pre-call, select and the retry layer over `provider`, with `fallbacks` above when given.
+fn tiered<P>(
+    reg: &Arc<Registry>,
+    store: &Arc<StateStore>,
+    num_retries: u32,
+    fallbacks: Option<FallbackConfig>,
+    provider: P,
+) -> impl Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone + Send + 'static
+where
+    P: Service<Req, Response = Resp, Error = BoxError> + Clone + Send + 'static,
+    P::Future: Send + 'static,
+{
+    let fallback = FallbackLayer::new(reg.clone(), fallbacks.unwrap_or_default());
+    ServiceBuilder::new()
+        .layer(fallback)
+        .layer(
+            RetryLayer::new(reg.clone(), store.clone(), RetryConfig::default().num_retries(num_retries))
+                .with_seed(SEED),
+        )
+        .layer(precall(reg, store, PreCallConfig::new()))
+        .layer(select(reg, store, RoutingStrategy::SimpleShuffle))
+        .service(provider)
+}
+
+/// LiteLLM's order-based fallback: with `num_retries: 0` a failed tier 1 still moves to tier 2
+/// inside the group (before, tier 2 was reached only through a retry, so never here).
+#[tokio::test(start_paused = true)]
+async fn with_num_retries_0_a_failed_tier_still_moves_to_the_next_tier() {
+    let reg = registry([dep("g", "a1").order(1), dep("g", "a2").order(1), dep("g", "b").order(2)]);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut svc = tiered(&reg, &memory(), 0, None, scripted(&["a1", "a2"], log.clone()));
+    for _ in 0..10 {
+        log.lock().clear();
+        let resp = call(&mut svc, request("g")).await.expect("tier 2 serves");
+        let s = served(&resp);
+        assert_eq!((s.deployment.as_str(), s.retries, s.hops), ("b", 0, 0), "a tier move is no retry and no hop");
+        let attempts = log.lock().clone();
+        assert_eq!(attempts.len(), 2, "tier 1 once (its retry count is 0), then tier 2: {attempts:?}");
+        assert_eq!(attempts[1], "b");
+    }
+}
+
+/// The next tier is tried before any configured fallback, as soon as every deployment of the
+/// current tier has failed, and without using the retry count: tiers 1 and 2 fail, tier 3 serves
+/// in the group; only when every tier failed does the call hop.
+#[tokio::test(start_paused = true)]
+async fn tiers_are_tried_before_configured_fallbacks_without_consuming_num_retries() {
+    let reg = registry([dep("g", "a").order(1), dep("g", "b").order(2), dep("g", "c").order(3), dep("g2", "other")]);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fallbacks = || Some(FallbackConfig::new().fallbacks("g", ["g2"]));
+    let mut svc = tiered(&reg, &memory(), 1, fallbacks(), scripted(&["a", "b"], log.clone()));
+    let resp = call(&mut svc, request("g")).await.expect("tier 3 serves");
+    assert_eq!((served(&resp).deployment.as_str(), served(&resp).hops), ("c", 0));
+    assert_eq!(*log.lock(), ["a", "b", "c"], "each tier's one deployment failed: the next tier at once");
+    assert_eq!(served(&resp).retries, 0);
+
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut svc = tiered(&reg, &memory(), 0, fallbacks(), scripted(&["a", "b", "c"], log.clone()));
+    let resp = call(&mut svc, request("g")).await.expect("the fallback group serves");
+    assert_eq!((served(&resp).deployment.as_str(), served(&resp).hops), ("other", 1));
+    assert_eq!(*log.lock(), ["a", "b", "c", "other"]);
+}
+
+/// After a tier move the call stays on the new tier: its retries never go back to the failed
+/// primary (LiteLLM issue 38968).
+#[tokio::test(start_paused = true)]
+async fn retries_after_a_tier_move_stay_on_the_new_tier() {
+    let reg = registry([dep("g", "primary").order(1), dep("g", "backup").order(2)]);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let backup_failures = Arc::new(AtomicUsize::new(1));
+    let provider = {
+        let log = log.clone();
+        service_fn(move |req: Req| {
+            let (log, backup_failures) = (log.clone(), backup_failures.clone());
+            async move {
+                let d = selected_id(&req);
+                log.lock().push(d.clone());
+                let fails = d == "primary"
+                    || (d == "backup"
+                        && backup_failures
+                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                            .is_ok());
+                if fails {
+                    return Err::<Resp, BoxError>(RouteError::upstream(Outcome::ServerError, id(&d), "500").into());
+                }
+                Ok(http::Response::new(RouteBody::from(d)))
+            }
+        })
+    };
+    let mut svc = tiered(&reg, &memory(), 2, None, provider);
+    let resp = call(&mut svc, request("g")).await.expect("the backup serves on its retry");
+    assert_eq!((served(&resp).deployment.as_str(), served(&resp).retries), ("backup", 1));
+    assert_eq!(*log.lock(), ["primary", "backup", "backup"]);
+}
+
+/// A context-window failure does not move tiers (LiteLLM skips its order-based fallback for
+/// context-window and content-policy errors): it goes to its own fallback table.
+#[tokio::test(start_paused = true)]
+async fn a_context_window_failure_does_not_move_to_the_next_tier() {
+    let reg = registry([dep("g", "a").order(1), dep("g", "b").order(2), dep("big", "large")]);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let provider = {
+        let log = log.clone();
+        service_fn(move |req: Req| {
+            let log = log.clone();
+            async move {
+                let d = selected_id(&req);
+                log.lock().push(d.clone());
+                if d != "large" {
+                    let e = RouteError::upstream(Outcome::ContextWindowExceeded, id(&d), "context_length_exceeded");
+                    return Err::<Resp, BoxError>(e.into());
+                }
+                Ok(http::Response::new(RouteBody::from(d)))
+            }
+        })
+    };
+    let cw = FallbackConfig::new().context_window_fallbacks("g", ["big"]);
+    let mut svc = tiered(&reg, &memory(), 2, Some(cw), provider);
+    let resp = call(&mut svc, request("g")).await.expect("the context-window fallback serves");
+    assert_eq!(served(&resp).deployment.as_str(), "large");
+    assert_eq!(*log.lock(), ["a", "large"]);
+}
+
 // ===== RPM / TPM =====
+
+/// `enforce_rate_limits`: declared RPM / TPM limits refuse requests under every strategy (the
+/// tests below pin how enforcement works; without the setting, LiteLLM's reading applies).
+fn enforcing() -> PreCallConfig {
+    PreCallConfig::new().enforce_rate_limits(true)
+}
+
+/// LiteLLM reads `rpm` / `tpm` as simple-shuffle weights: without `enable_pre_call_checks` or
+/// `enforce_rate_limits`, a deployment past its `rpm` keeps serving (counted, not refused).
+#[tokio::test(start_paused = true)]
+async fn rpm_and_tpm_are_weights_not_limits_under_simple_shuffle_by_default() {
+    let reg = registry([dep("g", "a").rpm(2).tpm(10)]);
+    let store = memory();
+    let mut svc = rig(&reg, &store, PreCallConfig::new(), echo());
+    let counts = tally_with(&mut svc, 5, || with_facts("g", RequestFacts::new().with_input_tokens(50))).await;
+    assert_eq!(count(&counts, "a"), 5, "served past rpm 2 and tpm 10");
+    assert_eq!(usage(&store, "a").await.0, 5, "still counted in the window");
+}
+
+/// LiteLLM's `_pre_call_checks` (with `enable_pre_call_checks`) enforces `rpm` and reads no
+/// `tpm`; `enforce_rate_limits` enforces both.
+#[tokio::test(start_paused = true)]
+async fn pre_call_checks_enforce_rpm_only_and_enforce_rate_limits_both() {
+    let reg = registry([dep("g", "a").rpm(2).tpm(100_000), dep("h", "b").tpm(100)]);
+    let store = memory();
+    let mut svc = rig(&reg, &store, PreCallConfig::new().pre_call_checks(true), echo());
+    let counts = tally_with(&mut svc, 4, || request("g")).await;
+    assert_eq!(count(&counts, "a"), 2, "rpm enforced: {counts:?}");
+    let prompt = || with_facts("h", RequestFacts::new().with_input_tokens(60));
+    let counts = tally_with(&mut svc, 3, prompt).await;
+    assert_eq!(count(&counts, "b"), 3, "tpm not read by the pre-call checks: {counts:?}");
+    let store = memory();
+    let mut svc = rig(&reg, &store, enforcing(), echo());
+    let counts = tally_with(&mut svc, 3, prompt).await;
+    assert_eq!(count(&counts, "b"), 1, "60 + 60 > 100 with enforce_rate_limits: {counts:?}");
+}
 
 /// 1,000 concurrent requests against rpm = 100 on the memory store: exactly 100 are served in
 /// the window, the others are refused with a rate-limit error (the select layer's atomic
@@ -486,7 +645,7 @@ async fn failed_tier_fails_over_to_the_next_tier_and_never_reselects_the_failed_
 async fn rpm_1000_concurrent_requests_against_rpm_100_admit_exactly_100() {
     let reg = registry([dep("g", "a").rpm(100)]);
     let store = memory();
-    let svc = rig(&reg, &store, PreCallConfig::new(), echo());
+    let svc = rig(&reg, &store, enforcing(), echo());
     let handles: Vec<_> = (0..1_000)
         .map(|_| {
             let svc = svc.clone();
@@ -513,7 +672,7 @@ async fn rpm_1000_concurrent_requests_against_rpm_100_admit_exactly_100() {
 async fn rpm_window_slides_and_its_boundary_is_exact() {
     let reg = registry([dep("g", "a").rpm(100)]);
     let store = memory();
-    let svc = rig(&reg, &store, PreCallConfig::new(), echo());
+    let svc = rig(&reg, &store, enforcing(), echo());
     let burst = |svc: _| async move {
         let handles: Vec<_> = (0..1_000)
             .map(|_| {
@@ -540,7 +699,7 @@ async fn a_deployment_at_its_rpm_limit_is_skipped_and_never_cooled_down() {
     let store = memory();
     let mut svc = ServiceBuilder::new()
         .layer(CooldownLayer::new(reg.clone(), store.clone(), CooldownConfig::default()))
-        .layer(precall(&reg, &store, PreCallConfig::new()))
+        .layer(precall(&reg, &store, enforcing()))
         .layer(select(&reg, &store, RoutingStrategy::SimpleShuffle))
         .service(echo());
     let counts = tally_with(&mut svc, 10, || request("g")).await;
@@ -554,7 +713,7 @@ async fn a_deployment_at_its_rpm_limit_is_skipped_and_never_cooled_down() {
 async fn every_deployment_at_its_limit_is_rate_limited_until_the_first_slot_frees() {
     let reg = registry([dep("g", "a").rpm(1), dep("g", "b").rpm(1)]);
     let store = memory();
-    let mut svc = rig(&reg, &store, PreCallConfig::new(), echo());
+    let mut svc = rig(&reg, &store, enforcing(), echo());
     serve(&mut svc, "g").await;
     advance(Duration::from_secs(20)).await;
     serve(&mut svc, "g").await;
@@ -569,7 +728,7 @@ async fn every_deployment_at_its_limit_is_rate_limited_until_the_first_slot_free
 async fn tpm_reserves_the_input_estimate_and_skips_deployments_without_room_for_the_prompt() {
     let reg = registry([dep("g", "a").tpm(1_000).order(1), dep("g", "b").order(2)]);
     let store = memory();
-    let mut svc = rig(&reg, &store, PreCallConfig::new(), echo());
+    let mut svc = rig(&reg, &store, enforcing(), echo());
     let prompt = || with_facts("g", RequestFacts::new().with_input_tokens(600));
     let counts = tally_with(&mut svc, 3, prompt).await;
     assert_eq!((count(&counts, "a"), count(&counts, "b")), (1, 2), "600 + 600 > 1000");
@@ -584,7 +743,7 @@ async fn rate_limit_wins_over_context_window_when_both_remove_candidates() {
     let store = memory();
     let admitted = store.try_reserve(&id("busy"), Limits { rpm: Some(1), tpm: None }, 0).await;
     assert!(matches!(admitted, Admission::Admitted(_)));
-    let mut svc = rig(&reg, &store, PreCallConfig::new().pre_call_checks(true), echo());
+    let mut svc = rig(&reg, &store, enforcing().pre_call_checks(true), echo());
     let err = call(&mut svc, with_facts("g", RequestFacts::new().with_input_tokens(500))).await.unwrap_err();
     route_error(&err, RouteErrorKind::RateLimited);
     let err = call(&mut svc, with_facts("g", RequestFacts::new().with_input_tokens(50_000))).await.unwrap_err();
@@ -598,7 +757,7 @@ async fn a_rate_limited_group_goes_to_the_general_fallbacks() {
     let mut svc = ServiceBuilder::new()
         .layer(FallbackLayer::new(reg.clone(), FallbackConfig::new().fallbacks("g", ["g2"])))
         .layer(RetryLayer::new(reg.clone(), store.clone(), RetryConfig::default()).with_seed(SEED))
-        .layer(precall(&reg, &store, PreCallConfig::new()))
+        .layer(precall(&reg, &store, enforcing()))
         .layer(select(&reg, &store, RoutingStrategy::SimpleShuffle))
         .service(echo());
     assert_eq!(serve(&mut svc, "g").await, "a");

@@ -176,7 +176,8 @@ impl Rig {
     ) -> Retry<Select<impl Service<Req, Response = Resp, Error = BoxError, Future: Send> + Clone + Send + use<>>> {
         ServiceBuilder::new()
             .layer(RetryLayer::new(self.registry.clone(), self.store.clone(), config).with_seed(SEED))
-            .layer(select(&self.registry, &self.store, RoutingStrategy::SimpleShuffle))
+            // Declared limits refuse (the refusal tests need them to; no other rig declares any).
+            .layer(select(&self.registry, &self.store, RoutingStrategy::SimpleShuffle).enforce_rate_limits(true))
             .service(scripted(self.script.clone(), self.store.clone()))
     }
 }

@@ -843,7 +843,7 @@ async fn usage_based_counts_the_tokens_reported_by_the_answer() {
 #[tokio::test(start_paused = true)]
 async fn deployment_with_rpm_n_serves_exactly_n_per_60_s_window() {
     let reg = registry([dep("g", "primary").rpm(5).weight(1.0), dep("g", "spare").weight(0.0)]);
-    let mut svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle), echo());
+    let mut svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle).enforce_rate_limits(true), echo());
     let mut picks = Vec::new();
     for _ in 0..7 {
         picks.push(serve(&mut svc, "g").await);
@@ -853,6 +853,29 @@ async fn deployment_with_rpm_n_serves_exactly_n_per_60_s_window() {
     assert_eq!(serve(&mut svc, "g").await, "spare", "59.99 s: the window still holds 5");
     advance(Duration::from_millis(10)).await;
     assert_eq!(serve(&mut svc, "g").await, "primary", "60 s: the first slots are free");
+}
+
+/// LiteLLM reads `rpm` / `tpm` as limits only in the strategies that read usage (usage-, latency-
+/// and cost-based routing); simple-shuffle, least-busy and p2c count them and serve past them
+/// unless `enforce_rate_limits` is set (or a pre-call layer above enforces them).
+#[tokio::test(start_paused = true)]
+async fn only_usage_reading_strategies_enforce_rpm_unless_enforce_rate_limits_is_set() {
+    let reg = registry([dep("g", "a").rpm(2)]);
+    for strategy in NON_FILTERING {
+        let store = memory();
+        let mut svc = stack(select(&reg, &store, strategy), echo());
+        for _ in 0..4 {
+            assert_eq!(serve(&mut svc, "g").await, "a", "{strategy:?} serves past its rpm");
+        }
+        assert_eq!(store.usage(&[DeploymentId::from("a")]).await[0].requests, 4, "{strategy:?} still counts");
+    }
+    for strategy in [RoutingStrategy::UsageBased, RoutingStrategy::LatencyBased, RoutingStrategy::CostBased] {
+        let mut svc = stack(select(&reg, &memory(), strategy), echo());
+        serve(&mut svc, "g").await;
+        serve(&mut svc, "g").await;
+        let err = call(&mut svc, request("g")).await.unwrap_err();
+        route_error(&err, RouteErrorKind::RateLimited);
+    }
 }
 
 /// Strategies that do not read usage: the select layer's reservation finds every candidate full.
@@ -867,7 +890,7 @@ const USAGE_FILTERING: [RoutingStrategy; 3] =
 /// once it has.
 async fn all_full_is_rate_limited_until_the_first_slot_frees(strategy: RoutingStrategy) {
     let reg = registry([dep("g", "a").rpm(1), dep("g", "b").rpm(1)]);
-    let mut svc = stack(select(&reg, &memory(), strategy), echo());
+    let mut svc = stack(select(&reg, &memory(), strategy).enforce_rate_limits(true), echo());
     let first = serve(&mut svc, "g").await;
     advance(Duration::from_secs(20)).await;
     let second = serve(&mut svc, "g").await;
@@ -922,7 +945,7 @@ async fn tpm_reservation_is_reconciled_with_the_usage_reported_by_the_body() {
         let body = RouteBody::from(selected_id(&req)).with_usage(Usage::new(100, 200));
         Ok::<_, BoxError>(http::Response::new(body))
     });
-    let mut svc = stack(select(&reg, &store, RoutingStrategy::SimpleShuffle), provider);
+    let mut svc = stack(select(&reg, &store, RoutingStrategy::SimpleShuffle).enforce_rate_limits(true), provider);
     let reserving = |tokens| {
         let mut ctx = RouteCtx::new("g");
         ctx.reserve_tokens = tokens;
@@ -974,7 +997,7 @@ async fn tpm_reservation_is_reconciled_with_usage_reported_at_the_end_of_a_strea
 async fn concurrent_requests_never_exceed_the_rpm_limit() {
     let reg = registry([dep("g", "a").rpm(5)]);
     let provider = delayed(&[("a", Duration::from_secs(1))]);
-    let svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle), provider);
+    let svc = stack(select(&reg, &memory(), RoutingStrategy::SimpleShuffle).enforce_rate_limits(true), provider);
     let results = join_all((0..20).map(|_| svc.clone().oneshot(request("g")))).await;
     let sent = results.iter().filter(|r| r.is_ok()).count();
     assert_eq!(sent, 5);
@@ -989,7 +1012,7 @@ async fn concurrent_requests_never_exceed_the_rpm_limit() {
 async fn rpm_limit_and_in_flight_counts_hold_under_parallel_requests() {
     let reg = registry([dep("g", "a").rpm(50), dep("g", "b").rpm(50), dep("g", "c").rpm(50)]);
     let store = memory();
-    let svc = stack(select(&reg, &store, RoutingStrategy::LeastBusy), echo());
+    let svc = stack(select(&reg, &store, RoutingStrategy::LeastBusy).enforce_rate_limits(true), echo());
     let tasks: Vec<_> = (0..400).map(|_| tokio::spawn(svc.clone().oneshot(request("g")))).collect();
     let mut sent = 0;
     for t in tasks {

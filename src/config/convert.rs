@@ -413,6 +413,11 @@ fn model_info(
     if let Some(v) = info.blocked {
         b = b.blocked(v.0);
     }
+    // The highest-precedence cooldown time (above the request's, the deployment's
+    // `litellm_params.cooldown_time` and Retry-After), as LiteLLM 1.100 reads it.
+    if let Some(v) = opt(info.cooldown_time, || mi("cooldown_time"), to_secs)? {
+        b = b.info_cooldown_time(v);
+    }
     let mut caps = Capabilities::default();
     for (key, value) in info.extra {
         // The model the catalog is asked about (LiteLLM's cost and context-window lookups).

@@ -213,6 +213,8 @@ pub(crate) struct RawModelInfo {
     pub(crate) input_cost_per_token: Option<Num>,
     pub(crate) output_cost_per_token: Option<Num>,
     pub(crate) blocked: Option<Flag>,
+    /// LiteLLM 1.100 reads it before `litellm_params.cooldown_time`.
+    pub(crate) cooldown_time: Option<Num>,
     /// `supports_*` flags, metadata, and anything else.
     #[serde(flatten)]
     pub(crate) extra: Extra,
@@ -235,6 +237,8 @@ pub(crate) struct RawRouterSettings {
     pub(crate) cooldown_time: Option<Num>,
     pub(crate) disable_cooldowns: Option<Flag>,
     pub(crate) enable_pre_call_checks: Option<Flag>,
+    /// Ours: declared `rpm` / `tpm` limits refuse requests under every strategy.
+    pub(crate) enforce_rate_limits: Option<Flag>,
     pub(crate) enable_tag_filtering: Option<Flag>,
     pub(crate) tag_filtering_match_any: Option<Flag>,
     pub(crate) default_max_parallel_requests: Option<Num>,

@@ -23,7 +23,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use super::{
     GatewayState, auth, compress, error,
     headers::REQUEST_ID,
-    observe::ObserveLayer,
+    observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
     routes::{deployments, health, models, reload, responses, state},
     ui,
@@ -52,7 +52,12 @@ const ROUTED: [&str; 14] = [
 pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
     let routing = ServiceBuilder::new()
         .layer(IngressLayer::new(shared.max_body_bytes))
-        .layer(ObserveLayer::new(shared.dashboard.clone(), shared.litellm.clone(), shared.routing_trail))
+        .layer(ObserveLayer::new(
+            shared.dashboard.clone(),
+            shared.litellm.clone(),
+            shared.routing_trail,
+            RoutingState { router: shared.router.clone() },
+        ))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {

@@ -56,6 +56,23 @@ pub const LITELLM_ATTEMPTED_FALLBACKS: HeaderName = HeaderName::from_static("x-l
 /// LiteLLM's name for [`OVERHEAD_MS`].
 pub const LITELLM_OVERHEAD_MS: HeaderName = HeaderName::from_static("x-litellm-overhead-duration-ms");
 
+/// LiteLLM's retry count in effect for the group that answered, sent only on answers that
+/// needed a retry (as LiteLLM's router adds it).
+pub const LITELLM_MAX_RETRIES: HeaderName = HeaderName::from_static("x-litellm-max-retries");
+/// LiteLLM's call id: the request's id ([`REQUEST_ID`]).
+pub const LITELLM_CALL_ID: HeaderName = HeaderName::from_static("x-litellm-call-id");
+/// LiteLLM's cost of the answer in USD: its usage at the serving deployment's prices (declared,
+/// else the catalog's); on whole answers whose usage and prices are known.
+pub const LITELLM_RESPONSE_COST: HeaderName = HeaderName::from_static("x-litellm-response-cost");
+/// The serving group's requests left in the current 60 s window (LiteLLM's router header).
+pub const RATELIMIT_REMAINING_REQUESTS: HeaderName = HeaderName::from_static("x-ratelimit-remaining-requests");
+/// The serving group's RPM: the sum of its deployments' `rpm`.
+pub const RATELIMIT_LIMIT_REQUESTS: HeaderName = HeaderName::from_static("x-ratelimit-limit-requests");
+/// The serving group's tokens left in the current 60 s window.
+pub const RATELIMIT_REMAINING_TOKENS: HeaderName = HeaderName::from_static("x-ratelimit-remaining-tokens");
+/// The serving group's TPM: the sum of its deployments' `tpm`.
+pub const RATELIMIT_LIMIT_TOKENS: HeaderName = HeaderName::from_static("x-ratelimit-limit-tokens");
+
 /// The model group a pre-router chose for a virtual model name (a config's `auto_router/...`
 /// entry), set by the stack's pre-route layer; absent when the request named a group itself.
 pub const ROUTED_MODEL: HeaderName = switchyard_layers::preroute::ROUTED_MODEL_HEADER;
@@ -80,6 +97,9 @@ pub fn insert_routing_headers(headers: &mut HeaderMap, served: &Served, overhead
     let retries = HeaderValue::from(served.retries);
     headers.insert(ATTEMPTED_RETRIES, retries.clone());
     headers.insert(LITELLM_ATTEMPTED_RETRIES, retries);
+    if let Some(max) = served.max_retries {
+        headers.insert(LITELLM_MAX_RETRIES, HeaderValue::from(max));
+    }
     let hops = HeaderValue::from(served.hops);
     headers.insert(ATTEMPTED_FALLBACKS, hops.clone());
     headers.insert(LITELLM_ATTEMPTED_FALLBACKS, hops);
@@ -87,5 +107,66 @@ pub fn insert_routing_headers(headers: &mut HeaderMap, served: &Served, overhead
     if let Ok(ms) = HeaderValue::from_str(&millis) {
         headers.insert(OVERHEAD_MS, ms.clone());
         headers.insert(LITELLM_OVERHEAD_MS, ms);
+    }
+}
+
+/// A group's declared limits and its usage in the current window, for the `x-ratelimit-*`
+/// headers: a limit is the sum of the group's deployments' `rpm` (or `tpm`) over those that
+/// declare one, as LiteLLM's `get_model_group_info` adds them; `None` when none does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupLimits {
+    /// `(limit, used)` requests in the window.
+    pub requests: Option<(u64, u64)>,
+    /// `(limit, used)` tokens in the window.
+    pub tokens: Option<(u64, u64)>,
+}
+
+impl GroupLimits {
+    /// Limits and usage as they are.
+    pub fn new(requests: Option<(u64, u64)>, tokens: Option<(u64, u64)>) -> Self {
+        Self { requests, tokens }
+    }
+}
+
+/// Inserts `x-ratelimit-limit-*` and `x-ratelimit-remaining-*` for the limits `limits` has
+/// (remaining never below 0).
+///
+/// ```
+/// use http::HeaderMap;
+/// use switchyard::gateway::headers::{self, GroupLimits};
+/// let mut map = HeaderMap::new();
+/// headers::insert_group_limits(&mut map, GroupLimits::new(Some((600, 12)), None));
+/// assert_eq!(map["x-ratelimit-limit-requests"], "600");
+/// assert_eq!(map["x-ratelimit-remaining-requests"], "588");
+/// assert!(map.get("x-ratelimit-limit-tokens").is_none());
+/// ```
+pub fn insert_group_limits(headers: &mut HeaderMap, limits: GroupLimits) {
+    if let Some((limit, used)) = limits.requests {
+        headers.insert(RATELIMIT_LIMIT_REQUESTS, HeaderValue::from(limit));
+        headers.insert(RATELIMIT_REMAINING_REQUESTS, HeaderValue::from(limit.saturating_sub(used)));
+    }
+    if let Some((limit, used)) = limits.tokens {
+        headers.insert(RATELIMIT_LIMIT_TOKENS, HeaderValue::from(limit));
+        headers.insert(RATELIMIT_REMAINING_TOKENS, HeaderValue::from(limit.saturating_sub(used)));
+    }
+}
+
+/// Inserts `x-litellm-response-cost` (USD, a plain decimal); a cost that is not a finite number
+/// >= 0 is left out.
+///
+/// ```
+/// use http::HeaderMap;
+/// use switchyard::gateway::headers;
+/// let mut map = HeaderMap::new();
+/// headers::insert_response_cost(&mut map, 0.00125);
+/// assert_eq!(map["x-litellm-response-cost"], "0.00125");
+/// ```
+pub fn insert_response_cost(headers: &mut HeaderMap, cost: f64) {
+    if cost.is_finite()
+        && cost >= 0.0
+        && let Ok(v) = HeaderValue::from_str(&cost.to_string())
+    {
+        headers.insert(LITELLM_RESPONSE_COST, v);
     }
 }

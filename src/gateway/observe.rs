@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::{headers, metrics, metrics::litellm::LiteLlmMetrics, trail, ui::Dashboard};
+use crate::Router;
 
 /// Applies [`Observe`].
 #[derive(Clone, Debug)]
@@ -26,11 +27,26 @@ pub(crate) struct ObserveLayer {
     litellm: Arc<LiteLlmMetrics>,
     /// Every answer carries the routing trail, asked for or not.
     trail_always: bool,
+    /// The deployments (prices, limits) and the usage windows, for LiteLLM's cost and
+    /// rate-limit headers.
+    state: RoutingState,
+}
+
+/// What the LiteLLM cost and rate-limit headers read: the router, whose live registry (a reload
+/// installs a new one) and store they look in.
+#[derive(Clone, Debug)]
+pub(crate) struct RoutingState {
+    pub(crate) router: Router,
 }
 
 impl ObserveLayer {
-    pub(crate) fn new(dashboard: Arc<Dashboard>, litellm: Arc<LiteLlmMetrics>, trail_always: bool) -> Self {
-        Self { dashboard, litellm, trail_always }
+    pub(crate) fn new(
+        dashboard: Arc<Dashboard>,
+        litellm: Arc<LiteLlmMetrics>,
+        trail_always: bool,
+        state: RoutingState,
+    ) -> Self {
+        Self { dashboard, litellm, trail_always, state }
     }
 }
 
@@ -43,6 +59,7 @@ impl<S> Layer<S> for ObserveLayer {
             dashboard: self.dashboard.clone(),
             litellm: self.litellm.clone(),
             trail_always: self.trail_always,
+            state: self.state.clone(),
         }
     }
 }
@@ -54,6 +71,7 @@ pub(crate) struct Observe<S> {
     dashboard: Arc<Dashboard>,
     litellm: Arc<LiteLlmMetrics>,
     trail_always: bool,
+    state: RoutingState,
 }
 
 impl<S> fmt::Debug for Observe<S> {
@@ -84,6 +102,9 @@ where
         let streaming = ctx.is_some_and(|ctx| ctx.facts().stream);
         let requested = ctx.map(|ctx| ctx.requested().to_owned()).unwrap_or_default();
         let with_trail = self.trail_always || trail::wanted(req.headers());
+        // LiteLLM's call id is the request's id (set by the edge before this layer).
+        let call_id = req.headers().get(headers::REQUEST_ID).cloned();
+        let state = self.state.clone();
         let started = Instant::now();
         Box::pin(async move {
             let result = inner.call(req).await;
@@ -96,6 +117,10 @@ where
                         litellm.served(&requested, &served, elapsed, overhead, streaming);
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
+                        if let Some(id) = call_id {
+                            resp.headers_mut().insert(headers::LITELLM_CALL_ID, id);
+                        }
+                        litellm_usage_headers(&state, &served, streaming, &mut resp).await;
                         let hit = resp.extensions().get::<AffinityHit>().copied();
                         if let Some(hit) = hit {
                             resp.headers_mut().insert(headers::AFFINITY, HeaderValue::from_static(hit.as_str()));
@@ -131,4 +156,44 @@ where
             }
         })
     }
+}
+
+/// LiteLLM's `x-litellm-response-cost` (a whole answer with a usage and a priced deployment) and
+/// its router's `x-ratelimit-*` for the serving group (when a deployment of it declares `rpm` or
+/// `tpm`: one usage read of the group's window). The window already holds this request and its
+/// input-token estimate; a whole answer's completion tokens, added when its body ends, are taken
+/// off here (LiteLLM takes off the request and its tokens, which its counters add only later).
+async fn litellm_usage_headers(
+    state: &RoutingState,
+    served: &Served,
+    streaming: bool,
+    resp: &mut http::Response<RouteBody>,
+) {
+    let usage = resp.body().usage().filter(|_| !streaming);
+    let registry = state.router.registry();
+    if let Some(u) = usage
+        && let Some(cost) =
+            registry.deployment(&served.deployment).and_then(|d| d.cost(u.prompt_tokens, u.completion_tokens))
+    {
+        headers::insert_response_cost(resp.headers_mut(), cost);
+    }
+    let Ok(resolved) = registry.resolve(&served.group) else { return };
+    let group = resolved.group.deployments();
+    let rpm: Option<u64> = group.iter().filter_map(|d| d.rpm).reduce(u64::saturating_add);
+    let tpm: Option<u64> = group.iter().filter_map(|d| d.tpm).reduce(u64::saturating_add);
+    if rpm.is_none() && tpm.is_none() {
+        return;
+    }
+    let ids: Vec<_> = group.iter().map(|d| d.id.clone()).collect();
+    let (requests, tokens) = state
+        .router
+        .store()
+        .usage(&ids)
+        .await
+        .into_iter()
+        .fold((0u64, 0u64), |(r, t), u| (r.saturating_add(u.requests), t.saturating_add(u.tokens)));
+    let pending = usage.map_or(0, |u| u.completion_tokens);
+    let limits =
+        headers::GroupLimits::new(rpm.map(|l| (l, requests)), tpm.map(|l| (l, tokens.saturating_add(pending))));
+    headers::insert_group_limits(resp.headers_mut(), limits);
 }

@@ -51,6 +51,10 @@ struct AttemptFailure {
     outcome: Outcome,
     status: Option<u16>,
     retry_after: Option<std::time::Duration>,
+    /// The request's own `cooldown_time` (LiteLLM's per-request override), ranked between the
+    /// deployment's `model_info.cooldown_time` and its `litellm_params.cooldown_time`
+    /// ([`decide::cooldown_time`]). The hook for a per-request value: nothing sets it yet.
+    request_cooldown: Option<std::time::Duration>,
     message: String,
 }
 
@@ -66,6 +70,7 @@ impl AttemptFailure {
             outcome: e.outcome().unwrap_or(Outcome::Transport),
             status: e.upstream_status().map(|s| s.as_u16()),
             retry_after: e.retry_after(),
+            request_cooldown: None,
             message: e.message().to_owned(),
         })
     }
@@ -88,7 +93,11 @@ async fn on_failure(
         decide::rule(config, failure.outcome, failure.status, counts, group.deployments().len())
     };
     let Some(rule) = rule else { return };
-    let Some(base) = decide::cooldown_time(deployment.map(|d| &**d), failure.retry_after, config) else {
+    // The request's own `cooldown_time` (LiteLLM's per-request override) slots in as
+    // `failure.request_cooldown`, between `model_info.cooldown_time` and the deployment's own.
+    let Some(base) =
+        decide::cooldown_time(deployment.map(|d| &**d), failure.request_cooldown, failure.retry_after, config)
+    else {
         return;
     };
     let known: Vec<&str> = deployment.and_then(|d| d.api_key.as_ref()).map(|k| k.expose()).into_iter().collect();
@@ -334,6 +343,7 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
                 outcome,
                 status: None,
                 retry_after: None,
+                request_cooldown: None,
                 message: "stream failed mid-way".into(),
             };
             on_failure(&shared.store, &shared.config, &group, failure, false).await;

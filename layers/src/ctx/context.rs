@@ -61,6 +61,10 @@ pub struct RouteCtx {
     pub deadline: Option<Instant>,
     /// Tokens the chosen deployment must reserve against its TPM limit (the input estimate).
     pub reserve_tokens: u64,
+    /// Which declared RPM / TPM limits the select layer enforces when it reserves on its pick, as
+    /// the pre-call layer decided ([`EnforcedLimits`](crate::state::EnforcedLimits): LiteLLM's
+    /// reading by default); the select layer adds its own and its strategy's.
+    pub enforced_limits: crate::state::EnforcedLimits,
     /// Parallel-request limit for deployments that set no `max_parallel_requests` (the router's
     /// `default_max_parallel_requests`, recorded by the pre-call layer); the select layer takes
     /// the slot on the chosen deployment.
@@ -109,6 +113,7 @@ impl RouteCtx {
             hop: 0,
             deadline: None,
             reserve_tokens: 0,
+            enforced_limits: crate::state::EnforcedLimits::NONE,
             default_max_parallel_requests: None,
             drop_previous_response: false,
             call: Arc::new(CallState {
@@ -184,6 +189,26 @@ impl RouteCtx {
     /// given in the call, shared by every copy of the request; `None` when no layer gave one.
     pub fn fallback_hint(&self) -> Option<&FallbackHint> {
         self.call.fallback_hint.get()
+    }
+
+    /// Whether an answer a content filter cut (`finish_reason: content_filter`) should fail as a
+    /// content-policy failure so that a fallback serves it: a fallback layer above gave its hint,
+    /// the request does not set `disable_fallbacks`, a hop is left under `max_fallbacks`, and the
+    /// tables take such answers for this group
+    /// ([`FallbackTables::takes_filtered_answers`](crate::fallback_tables::FallbackTables::takes_filtered_answers),
+    /// looked up by the name the hop routed to and the group it resolved to). The provider's
+    /// classifier asks it for a non-streamed answer; otherwise the answer is returned as it is,
+    /// as LiteLLM does when no fallback is available.
+    pub fn content_filter_falls_back(&self) -> bool {
+        let Some(hint) = self.fallback_hint() else { return false };
+        let tables = hint.tables();
+        if self.facts().disable_fallbacks || self.hop >= tables.max_fallbacks {
+            return false;
+        }
+        let group = self.group.as_ref().map(|g| g.name().clone());
+        let mut names: Vec<&str> = vec![&self.target];
+        names.extend(group.as_deref());
+        tables.takes_filtered_answers(&names)
     }
 
     /// Tells the layers below that a fallback layer will take the call's failures, with `hint`'s

@@ -99,8 +99,13 @@ pub struct Served {
     pub model: Arc<str>,
     /// Attempts made in the whole call, this one included.
     pub attempts: u32,
-    /// Retries made in the group that answered (0 when its first attempt served).
+    /// Retries made in the group that answered (0 when its first attempt served). A move to the
+    /// group's next `order` tier is not a retry.
     pub retries: u32,
+    /// The retry count in effect for the last retry of the group that answered (request, retry
+    /// policy, deployment or router `num_retries`), when it retried at all: LiteLLM's
+    /// `x-litellm-max-retries`, sent only on answers that needed a retry.
+    pub max_retries: Option<u32>,
     /// Time the serving attempt spent in the provider until its answer (for a stream: its first
     /// content chunk). The call's time minus this is the routing overhead plus failed attempts.
     pub upstream: Duration,

@@ -163,8 +163,13 @@ pub struct Deployment {
     pub timeout: Option<Duration>,
     /// Per-attempt timeout for streaming requests.
     pub stream_timeout: Option<Duration>,
-    /// Cooldown for this deployment; `Some(ZERO)` means it is never cooled down.
+    /// Cooldown for this deployment (`litellm_params.cooldown_time`); `Some(ZERO)` means it is
+    /// never cooled down.
     pub cooldown_time: Option<Duration>,
+    /// `model_info.cooldown_time`: the cooldown with the highest precedence, above a request's
+    /// own `cooldown_time`, [`cooldown_time`](Self::cooldown_time) and the upstream's
+    /// Retry-After (LiteLLM 1.100 reads `model_info` first); `Some(ZERO)` means never.
+    pub info_cooldown_time: Option<Duration>,
     /// Retries after a failure of this deployment (overrides the router's `num_retries`).
     pub num_retries: Option<u32>,
     /// Price of one input token.
@@ -227,6 +232,7 @@ impl fmt::Debug for Deployment {
             .field("timeout", &self.timeout)
             .field("stream_timeout", &self.stream_timeout)
             .field("cooldown_time", &self.cooldown_time)
+            .field("info_cooldown_time", &self.info_cooldown_time)
             .field("num_retries", &self.num_retries)
             .field("input_cost_per_token", &self.input_cost_per_token)
             .field("output_cost_per_token", &self.output_cost_per_token)
@@ -467,6 +473,7 @@ impl DeploymentBuilder {
                 timeout: None,
                 stream_timeout: None,
                 cooldown_time: None,
+                info_cooldown_time: None,
                 num_retries: None,
                 input_cost_per_token: None,
                 output_cost_per_token: None,
@@ -538,8 +545,10 @@ impl DeploymentBuilder {
         timeout: Duration,
         /// Per-attempt timeout for streams.
         stream_timeout: Duration,
-        /// Cooldown time (`ZERO` = never cool down).
+        /// Cooldown time (`ZERO` = never cool down), `litellm_params.cooldown_time`.
         cooldown_time: Duration,
+        /// `model_info.cooldown_time`: wins over every other cooldown time (`ZERO` = never).
+        info_cooldown_time: Duration,
         /// Retries after this deployment fails.
         num_retries: u32,
         /// Input token price.

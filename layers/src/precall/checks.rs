@@ -49,7 +49,7 @@ enum Check {
 enum Waiting {
     /// 5. Context window: the input-token count, when it is needed and not made yet.
     ContextWindow,
-    /// 6. RPM / TPM: a usage read.
+    /// 6. RPM / TPM (the enforced ones): a usage read.
     Limits,
     /// 7. Budgets: a spend read.
     Budgets,
@@ -145,6 +145,8 @@ impl<'a> Checks<'a> {
             return Err(RouteError::new(RouteErrorKind::MissingContext, "candidates resolved without a group").into());
         };
         ctx.default_max_parallel_requests = shared.config.default_max_parallel_requests;
+        // The select layer reserves on its pick under the limits this layer enforces.
+        ctx.enforced_limits = ctx.enforced_limits.union(shared.config.enforced_limits());
         // Nothing to filter: the select layer reports the empty group.
         let next = if list.is_empty() { CHECKS.len() } else { next };
         Ok(Self { shared, ctx, group, list, after, next })
@@ -308,7 +310,7 @@ impl Waiting {
                     false
                 }
             }
-            Self::Limits => c.list.declared().rate_limit,
+            Self::Limits => c.list.declared().rate_limit && !config.enforced_limits().is_none(),
             Self::Budgets => budget::any_budget(&config.budgets, &c.list, c.list.declared().own_budget),
             Self::ParallelSlot => {
                 let default = config.default_max_parallel_requests;
@@ -349,9 +351,10 @@ impl Waiting {
             Self::Limits => {
                 // One usage read; the select layer reserves one request and the token estimate.
                 let tokens = c.ctx.reserve_tokens;
-                let full = limits::filter(store, &mut c.list, tokens).await;
+                let enforced = config.enforced_limits();
+                let full = limits::filter(store, &mut c.list, tokens, enforced).await;
                 if c.list.is_empty() {
-                    return Err(all_limited(&c.group, soonest_room(store, &full, tokens).await));
+                    return Err(all_limited(&c.group, soonest_room(store, &full, tokens, enforced).await));
                 }
             }
             Self::Budgets => {

@@ -1,6 +1,7 @@
 use std::time::Duration;
 
 use super::{AffinityConfig, BudgetConfig};
+use crate::state::EnforcedLimits;
 
 /// Settings of the [`PreCallLayer`](super::PreCallLayer). `Default` is LiteLLM's default router.
 ///
@@ -10,7 +11,9 @@ use super::{AffinityConfig, BudgetConfig};
 /// | tags | off | `enable_tag_filtering` ([`tag_filtering`](Self::tag_filtering)) |
 /// | region, params, context window | off | `enable_pre_call_checks` ([`pre_call_checks`](Self::pre_call_checks)) |
 /// | capabilities (images → vision, tools → function calling) | on | — (LiteLLM has no such filter; [`capabilities`](Self::capabilities)) |
-/// | RPM / TPM, parallel requests | always | — (the select layer enforces them anyway) |
+/// | RPM limits | with `enable_pre_call_checks` | `enable_pre_call_checks` ([`pre_call_checks`](Self::pre_call_checks)) |
+/// | RPM and TPM limits, every strategy | off | `enforce_rate_limits` ([`enforce_rate_limits`](Self::enforce_rate_limits); LiteLLM's `enforce_model_rate_limits` pre-call check) |
+/// | parallel requests | always | — (the select layer enforces them anyway) |
 /// | order tiers | on | newer LiteLLM applies `order` whatever `enable_pre_call_checks` says |
 /// | budgets | when a provider budget is set or a deployment has `max_budget` + `budget_duration` | `provider_budget_config` ([`budgets`](Self::budgets)) |
 /// | affinity | off | `session_affinity` / `deployment_affinity` ([`affinity`](Self::affinity)) |
@@ -23,6 +26,14 @@ pub struct PreCallConfig {
     pub region: bool,
     /// Drop deployments that declare they do not support a parameter the request uses.
     pub params: bool,
+    /// Enforce declared `rpm` limits (LiteLLM's RPM pre-call check, part of
+    /// `enable_pre_call_checks`).
+    pub rpm: bool,
+    /// Enforce declared `rpm` and `tpm` limits under every strategy (`enforce_rate_limits`;
+    /// LiteLLM's `enforce_model_rate_limits`). Without it, and without [`rpm`](Self::rpm), limits
+    /// are enforced only by the strategies that read usage (usage-, latency- and cost-based
+    /// routing), as LiteLLM does; simple-shuffle weighs by them.
+    pub enforce_rate_limits: bool,
     /// Drop deployments known (declared, else from the catalog) not to support vision when the
     /// request carries images, or function calling when it carries tools.
     pub capabilities: bool,
@@ -65,6 +76,8 @@ impl Default for PreCallConfig {
             context_window: false,
             region: false,
             params: false,
+            rpm: false,
+            enforce_rate_limits: false,
             capabilities: true,
             tags: false,
             tag_match_any: true,
@@ -121,9 +134,29 @@ impl PreCallConfig {
         Self::default()
     }
 
-    /// `enable_pre_call_checks`: the context-window, region and params checks together.
-    pub fn pre_call_checks(self, on: bool) -> Self {
+    /// `enable_pre_call_checks`: the context-window, region, params and RPM checks together.
+    pub fn pre_call_checks(mut self, on: bool) -> Self {
+        self.rpm = on;
         self.context_window(on).region(on).params(on)
+    }
+
+    /// `enforce_rate_limits`: declared `rpm` and `tpm` limits refuse requests under every
+    /// strategy (LiteLLM's `enforce_model_rate_limits` pre-call check).
+    pub fn enforce_rate_limits(mut self, on: bool) -> Self {
+        self.enforce_rate_limits = on;
+        self
+    }
+
+    /// The limits this layer enforces: both with `enforce_rate_limits`, `rpm` with the pre-call
+    /// checks, else none.
+    pub fn enforced_limits(&self) -> EnforcedLimits {
+        if self.enforce_rate_limits {
+            EnforcedLimits::ALL
+        } else if self.rpm {
+            EnforcedLimits::RPM
+        } else {
+            EnforcedLimits::NONE
+        }
     }
 
     /// The context-window check.

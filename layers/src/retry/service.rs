@@ -11,8 +11,8 @@ use super::{
     policy::{self, FallbackPresence, NoRetry},
 };
 use crate::{
-    BoxError, CallTrail, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind, RouteRequest,
-    Served,
+    BoxError, CallTrail, Deployment, DeploymentId, Group, Outcome, RouteBody, RouteCtx, RouteError, RouteErrorKind,
+    RouteRequest, Served,
     ctx::Replay,
     fallback_tables::{FallbackHint, entry},
     future::{Next, Then},
@@ -135,24 +135,40 @@ where
     let mut session = Session::new(shared, replay.route_ctx().expect("checked by the service"), seed);
     // The service for the retries, cloned from the spare at the first retry.
     let mut inner: Option<S> = None;
+    // Retries made in the group, and those counted against the retry count of the current order
+    // tier (a move to the next tier starts a fresh count and is not a retry).
     let mut retries = 0u32;
+    let mut tier_retries = 0u32;
+    let mut max_retries = 0u32;
     let last = loop {
-        let wait = match session.after_failure(&err, retries).await {
-            Ok(wait) => wait,
+        let next_attempt = match session.after_failure(&err, tier_retries).await {
+            Ok(next) => next,
             Err(reason) => break session.give_up(err, reason),
         };
         let Some(mut next) = replay.next() else {
             break session.give_up(err, NoRetry::NotReplayable);
         };
-        if !session.withdraw() {
-            break session.give_up(err, NoRetry::Budget);
-        }
+        let wait = match next_attempt {
+            NextAttempt::Retry { wait, max } => {
+                if !session.withdraw() {
+                    break session.give_up(err, NoRetry::Budget);
+                }
+                retries += 1;
+                tier_retries += 1;
+                max_retries = max;
+                wait
+            }
+            NextAttempt::NextTier => {
+                tier_retries = 0;
+                Duration::ZERO
+            }
+        };
         session.prepare(&mut next);
-        retries += 1;
         tracing::debug!(
             target: "switchyard::retry",
             group = %Escaped(&session.target),
             retry = retries,
+            next_tier = matches!(next_attempt, NextAttempt::NextTier),
             wait_ms = wait.as_millis() as u64,
             error = %Escaped(&err),
             "retrying",
@@ -170,6 +186,7 @@ where
             Ok(mut resp) => {
                 if let Some(served) = resp.extensions_mut().get_mut::<Served>() {
                     served.retries = retries;
+                    served.max_retries = (retries > 0).then_some(max_retries);
                 }
                 return Ok(resp);
             }
@@ -177,6 +194,22 @@ where
         };
     };
     Err(last)
+}
+
+/// What comes after a failed attempt that is not the last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NextAttempt {
+    /// A retry, after `wait`, counted against the retry count `max` in effect.
+    Retry { wait: Duration, max: u32 },
+    /// At once, on the next `order` tier of the group: not a retry (LiteLLM's order-based
+    /// fallback, inside the group).
+    NextTier,
+}
+
+/// The order tier of `d`: its `order`; deployments without one come after every ordered one (the
+/// pre-call layer's order filter ranks them so).
+fn tier(d: &Deployment) -> u64 {
+    d.order.map_or(u64::MAX, u64::from)
 }
 
 /// What one call remembers between its attempts.
@@ -192,6 +225,9 @@ struct Session<'a> {
     failed: Vec<DeploymentId>,
     /// Exclusions of the next attempt, on top of `base_excluded`.
     exclude: Vec<DeploymentId>,
+    /// The deployments of the order tiers the call has left (every one at or below a tier that
+    /// was spent): excluded from every later attempt in the group.
+    spent_tiers: Vec<DeploymentId>,
     deadline: Option<Instant>,
     request_retries: Option<u32>,
     fallbacks: FallbackFacts,
@@ -223,6 +259,7 @@ impl<'a> Session<'a> {
             base_excluded: ctx.excluded.clone(),
             failed: Vec::new(),
             exclude: Vec::new(),
+            spent_tiers: Vec::new(),
             deadline: ctx.deadline,
             request_retries: facts.num_retries,
             fallbacks: FallbackFacts { hint, per_request: facts.fallbacks.as_ref().map(|f| !f.is_empty()) },
@@ -231,8 +268,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Decides about another attempt after `err`; `Ok` carries the wait before it.
-    async fn after_failure(&mut self, err: &BoxError, retries: u32) -> Result<Duration, NoRetry> {
+    /// Decides about another attempt after `err` (`tier_retries`: the retries counted in the
+    /// current order tier so far): a retry after a wait, or a move to the next order tier.
+    async fn after_failure(&mut self, err: &BoxError, tier_retries: u32) -> Result<NextAttempt, NoRetry> {
         let route = RouteError::find(&**err);
         let kind = route.map_or(RouteErrorKind::Upstream, RouteError::kind);
         // An error without a classification is a broken transfer, as the select layer records it.
@@ -242,7 +280,8 @@ impl<'a> Session<'a> {
         // Our own refusals are not upstream failures, and another attempt now meets the same
         // refusal: every deployment cooling down (the cooldown layer's opt-in `wait_for_cooldown`
         // waits for the first to return), every one at its limit (the error says when a slot
-        // frees), an unknown or empty group, a spent budget. They go to the fallback layer.
+        // frees), an unknown or empty group, a spent budget. They go to the fallback layer. (The
+        // pre-call layer's order filter already moved past tiers that are entirely filtered.)
         if kind != RouteErrorKind::Upstream {
             return Err(NoRetry::Refusal);
         }
@@ -267,26 +306,64 @@ impl<'a> Session<'a> {
             d?.num_retries
         };
         let max = self.request_retries.or(policy_retries).or_else(deployment_retries).unwrap_or(config.num_retries);
-        if retries >= max {
-            return Err(NoRetry::Exhausted);
-        }
 
-        let candidates: Vec<DeploymentId> = group
-            .candidates()
-            .into_iter()
+        let serving = group.candidates();
+        let candidates: Vec<DeploymentId> = serving
+            .iter()
             .map(|d| d.id.clone())
-            .filter(|id| !self.base_excluded.contains(id))
+            .filter(|id| !self.base_excluded.contains(id) && !self.spent_tiers.contains(id))
             .collect();
         let fallbacks = self.fallback_presence(names);
-        if let Some(reason) = policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks) {
+        // Why the current tier stops here, if it does: the retry count is used up, or the status
+        // says another attempt would fail the same way.
+        let stop = if tier_retries >= max {
+            Some(NoRetry::Exhausted)
+        } else {
+            policy::status_rules(outcome, policy_retries.is_some(), candidates.len(), fallbacks)
+        };
+        // A group without `order` tiers: nothing to move to (and no state read to stop).
+        let failed_tier = failed
+            .as_ref()
+            .and_then(|id| serving.iter().find(|d| &d.id == id))
+            .filter(|_| serving.declared().tiers)
+            .map(|d| tier(d))
+            // Context-window and content-policy failures go to their own fallback tables, as
+            // LiteLLM skips its order-based fallback for them.
+            .filter(|_| !matches!(outcome, Outcome::ContextWindowExceeded | Outcome::ContentPolicy));
+        if failed_tier.is_none()
+            && let Some(reason) = stop
+        {
             return Err(reason);
         }
 
         let able = self.not_cooling(candidates).await;
+        if let Some(t) = failed_tier {
+            let tier_of = |id: &DeploymentId| serving.iter().find(|d| &d.id == id).map_or(u64::MAX, |d| tier(d));
+            // The tier is spent when it stops here, or when every deployment of it that can serve
+            // has failed in this call: the call moves to the next tier at once, with a fresh retry
+            // count, before any fallback (LiteLLM's order-based fallback, inside the group).
+            let spent = stop.is_some() || able.iter().filter(|id| tier_of(id) == t).all(|id| self.failed.contains(id));
+            let next = able.iter().map(tier_of).filter(|&n| n > t).min();
+            if spent && next.is_some() {
+                if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(NoRetry::Deadline);
+                }
+                let left = serving.iter().filter(|d| tier(d) <= t).map(|d| d.id.clone());
+                let left: Vec<DeploymentId> = left.filter(|id| !self.spent_tiers.contains(id)).collect();
+                self.spent_tiers.extend(left);
+                self.exclude.clone_from(&self.spent_tiers);
+                return Ok(NextAttempt::NextTier);
+            }
+        }
+        if let Some(reason) = stop {
+            return Err(reason);
+        }
+
         if let Some(id) = failed {
             // Exclude every deployment that failed while another one can still serve; once all that
             // can serve have failed, start another round without the one that just failed; and
-            // when it is the only one that can serve (a one-deployment group), retry it.
+            // when it is the only one that can serve (a one-deployment group), retry it. The tiers
+            // the call left stay excluded.
             let leaves_some = |ex: &[DeploymentId]| able.iter().any(|d| !ex.contains(d));
             self.exclude.clone_from(&self.failed);
             if !leaves_some(&self.exclude) {
@@ -295,6 +372,8 @@ impl<'a> Session<'a> {
                     self.exclude.clear();
                 }
             }
+            let spent = self.spent_tiers.iter().filter(|id| !self.exclude.contains(id)).cloned().collect::<Vec<_>>();
+            self.exclude.extend(spent);
         }
         let healthy: Vec<DeploymentId> = able.into_iter().filter(|d| !self.exclude.contains(d)).collect();
         if let Some(reason) = policy::health_rules(outcome, healthy.len(), fallbacks.general) {
@@ -305,14 +384,14 @@ impl<'a> Session<'a> {
             // Another deployment that has not failed yet is ready: no reason to wait (LiteLLM).
             Duration::ZERO
         } else {
-            policy::backoff(retries + 1, retry_after, config.retry_after) + policy::jitter(self.rng.random())
+            policy::backoff(tier_retries + 1, retry_after, config.retry_after) + policy::jitter(self.rng.random())
         };
         if let Some(deadline) = self.deadline
             && Instant::now() + wait >= deadline
         {
             return Err(NoRetry::Deadline);
         }
-        Ok(wait)
+        Ok(NextAttempt::Retry { wait, max })
     }
 
     fn group(&mut self) -> Result<Arc<Group>, NoRetry> {

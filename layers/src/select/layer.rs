@@ -12,18 +12,38 @@ pub struct SelectLayer {
     pub(crate) store: Arc<StateStore>,
     pub(crate) strategies: Arc<Strategies>,
     pub(crate) seeds: Arc<SeedSource>,
+    /// Declared `rpm` / `tpm` limits refuse requests under every strategy.
+    pub(crate) enforce_rate_limits: bool,
 }
 
 impl fmt::Debug for SelectLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SelectLayer").field("strategies", &self.strategies).finish_non_exhaustive()
+        f.debug_struct("SelectLayer")
+            .field("strategies", &self.strategies)
+            .field("enforce_rate_limits", &self.enforce_rate_limits)
+            .finish_non_exhaustive()
     }
 }
 
 impl SelectLayer {
     /// Selection over `registry`'s groups with state in `store`, seeded from the OS.
     pub fn new(registry: Arc<Registry>, store: Arc<StateStore>, strategies: impl Into<Strategies>) -> Self {
-        Self { registry, store, strategies: Arc::new(strategies.into()), seeds: Arc::new(SeedSource::from_os()) }
+        Self {
+            registry,
+            store,
+            strategies: Arc::new(strategies.into()),
+            seeds: Arc::new(SeedSource::from_os()),
+            enforce_rate_limits: false,
+        }
+    }
+
+    /// `enforce_rate_limits`: reserve every pick against its declared `rpm` and `tpm` limits,
+    /// whatever the strategy (default off: as LiteLLM, only the strategies that read usage
+    /// enforce them, plus what a pre-call layer above enforces,
+    /// [`RouteCtx::enforced_limits`](crate::RouteCtx::enforced_limits)).
+    pub fn enforce_rate_limits(mut self, on: bool) -> Self {
+        self.enforce_rate_limits = on;
+        self
     }
 
     /// Makes every pick reproducible from `seed` (for tests, benchmarks and simulations).

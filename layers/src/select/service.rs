@@ -13,7 +13,7 @@ use crate::{
     logsafe::Escaped,
     rate_limits::{all_limited, soonest_room},
     service::{Inner, Route, missing_context, take_ready},
-    state::{Admission, InFlightGuard, Limits, Reservation, StateStore, WindowUsage},
+    state::{Admission, EnforcedLimits, InFlightGuard, Reservation, StateStore, WindowUsage},
 };
 
 /// Picks the deployment of each attempt; see [`SelectLayer`].
@@ -97,6 +97,8 @@ struct Pick {
     /// The candidates' usage (in `list`'s order), read once when the strategy needs it.
     usage: Option<Vec<WindowUsage>>,
     reads_usage: bool,
+    /// The declared limits a reservation is checked against (the others are only counted).
+    enforced: EnforcedLimits,
     tokens: u64,
     default_parallel: Option<u32>,
     rng: SmallRng,
@@ -126,8 +128,12 @@ impl Pick {
         if list.is_empty() {
             return Err(no_candidates(&group));
         }
+        let strategy = shared.strategies.for_group(group.name());
+        let strategy_enforces = if strategy.enforces_limits() { EnforcedLimits::ALL } else { EnforcedLimits::NONE };
+        let own = if shared.enforce_rate_limits { EnforcedLimits::ALL } else { EnforcedLimits::NONE };
         Ok(Self {
-            reads_usage: shared.strategies.for_group(group.name()).needs_usage(),
+            reads_usage: strategy.needs_usage(),
+            enforced: ctx.enforced_limits.union(own).union(strategy_enforces),
             group,
             list,
             usage: None,
@@ -192,7 +198,7 @@ impl Pick {
             match picked {
                 Picked::Chosen(chosen, slot) => return Ok((chosen, None, slot)),
                 Picked::Reserve { index, deployment: d, slot } => {
-                    match store.try_reserve(&d.id, Limits { rpm: d.rpm, tpm: d.tpm }, self.tokens).await {
+                    match store.try_reserve(&d.id, self.enforced.limits(d.rpm, d.tpm), self.tokens).await {
                         Admission::Admitted(r) => return Ok((d, Some(EstimateGuard::new(store.clone(), r)), slot)),
                         Admission::Full { retry_in } => {
                             self.soonest_free = Some(self.soonest_free.map_or(retry_in, |s| s.min(retry_in)));
@@ -204,7 +210,7 @@ impl Pick {
                     // The strategy filtered every candidate by its limits: report when the first
                     // frees.
                     if self.soonest_free.is_none() {
-                        self.soonest_free = soonest_room(store, &self.list, self.tokens).await;
+                        self.soonest_free = soonest_room(store, &self.list, self.tokens, self.enforced).await;
                     }
                     return Err(all_limited(&self.group, self.soonest_free));
                 }
@@ -363,6 +369,7 @@ impl AfterAttempt {
                         model: chosen.model.clone(),
                         attempts: attempt,
                         retries: 0,
+                        max_retries: None,
                         upstream: elapsed,
                         hops,
                         failed,

@@ -42,8 +42,8 @@ pub use memory::MemoryBackend;
 #[cfg(feature = "redis")]
 pub use redis::{RedisConfig, RedisStats, Topology};
 pub use types::{
-    Admission, Bench, Cooldown, CooldownState, Growth, Limits, OutcomeCounts, Reservation, SpendState, StoreError,
-    WindowUsage,
+    Admission, Bench, Cooldown, CooldownState, EnforcedLimits, Growth, Limits, OutcomeCounts, Reservation, SpendState,
+    StoreError, WindowUsage,
 };
 
 use crate::DeploymentId;

@@ -149,6 +149,53 @@ impl Limits {
     }
 }
 
+/// Which of a deployment's declared `rpm` / `tpm` limits are enforced (requests refused at the
+/// limit) rather than only counted and read as simple-shuffle weights.
+///
+/// LiteLLM reads the limits so: `enable_pre_call_checks` enforces `rpm`; usage-based,
+/// latency-based and cost-based routing skip deployments over either limit; simple-shuffle and
+/// least-busy only weigh by them. [`ALL`](Self::ALL) is Switchyard's `enforce_rate_limits`
+/// (LiteLLM's `enforce_model_rate_limits` pre-call check): both limits, under every strategy.
+///
+/// ```
+/// use switchyard_layers::state::{EnforcedLimits, Limits};
+/// assert_eq!(EnforcedLimits::RPM.limits(Some(10), Some(1000)), Limits { rpm: Some(10), tpm: None });
+/// assert_eq!(EnforcedLimits::NONE.limits(Some(10), Some(1000)), Limits::default());
+/// assert_eq!(EnforcedLimits::RPM.union(EnforcedLimits::ALL), EnforcedLimits::ALL);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct EnforcedLimits {
+    /// `rpm` is enforced.
+    pub rpm: bool,
+    /// `tpm` is enforced.
+    pub tpm: bool,
+}
+
+impl EnforcedLimits {
+    /// Neither limit: both are counted, and weigh simple-shuffle.
+    pub const NONE: Self = Self { rpm: false, tpm: false };
+    /// `rpm` only (LiteLLM's `enable_pre_call_checks`).
+    pub const RPM: Self = Self { rpm: true, tpm: false };
+    /// Both limits.
+    pub const ALL: Self = Self { rpm: true, tpm: true };
+
+    /// Both sets together.
+    pub const fn union(self, other: Self) -> Self {
+        Self { rpm: self.rpm || other.rpm, tpm: self.tpm || other.tpm }
+    }
+
+    /// Whether no limit is enforced.
+    pub const fn is_none(self) -> bool {
+        !self.rpm && !self.tpm
+    }
+
+    /// The enforced part of the declared limits `rpm` / `tpm`.
+    pub fn limits(self, rpm: Option<u64>, tpm: Option<u64>) -> Limits {
+        Limits { rpm: rpm.filter(|_| self.rpm), tpm: tpm.filter(|_| self.tpm) }
+    }
+}
+
 /// A request slot (and token estimate) taken in a deployment's usage window.
 #[derive(Clone, Debug)]
 pub struct Reservation {

@@ -14,7 +14,8 @@ use std::time::SystemTime;
 
 use switchyard_dialects::{ErrorClass, anthropic, bedrock, chat, cohere, gemini, responses};
 use switchyard_layers::{
-    ApiKey, BoxError, Deployment, DeploymentId, Outcome, ResponseId, RouteBody, RouteError, Usage, outcome::classify,
+    ApiKey, BoxError, Deployment, DeploymentId, Outcome, ResponseId, RouteBody, RouteError, Usage,
+    outcome::{classify, content_filtered},
     redact::redact,
 };
 
@@ -47,6 +48,11 @@ pub(crate) struct AttemptInfo {
     pub(crate) operation: bool,
     /// An embeddings request (answered in OpenAI's embeddings list).
     pub(crate) embedding: bool,
+    /// A whole conversation answer whose first choice a content filter cut fails as a
+    /// `content_policy` failure (a fallback takes it,
+    /// [`RouteCtx::content_filter_falls_back`](switchyard_layers::RouteCtx::content_filter_falls_back));
+    /// otherwise it is returned as it is.
+    pub(crate) filtered_fails: bool,
     /// The OAuth2 access token sent (Vertex AI), masked like the deployment's credentials.
     pub(crate) access_token: Option<AccessToken>,
 }
@@ -442,9 +448,10 @@ impl UsageProbe {
 ///
 /// A 2xx body that is an error envelope ([`Answer::error_envelope`]) is the failure it
 /// describes: classified from the envelope as the same body under the status it stands for
-/// ([`envelope_status`]) would be. A completion whose `finish_reason` is `content_filter` is
-/// still a success: the upstream answered, and what to do about a filtered answer is the
-/// caller's decision.
+/// ([`envelope_status`]) would be. A chat completion whose first `finish_reason` is
+/// `content_filter` (or whose `choices` are empty) is a `content_policy` failure when a fallback
+/// can serve the request instead ([`AttemptInfo::filtered_fails`], LiteLLM's
+/// `_should_raise_content_policy_error`), and a success otherwise.
 pub(crate) async fn whole<B>(
     info: &AttemptInfo,
     status: StatusCode,
@@ -498,6 +505,16 @@ where
             (bytes, usage, None)
         }
     };
+    // A chat completion a content filter cut goes to the content-policy fallbacks, checked on the
+    // hub answer (an Anthropic passthrough or a Responses answer has none).
+    let hub_chat = match route.egress {
+        Wire::Responses => false,
+        Wire::Anthropic => !route.is_passthrough(),
+        _ => true,
+    };
+    if info.filtered_fails && hub_chat && !info.operation && !info.embedding && content_filtered(&bytes) {
+        return Err(info.failure(Outcome::ContentPolicy, "Response output was blocked."));
+    }
     // The hub answer in the client's dialect.
     let bytes = match (route.ingress, route.is_passthrough()) {
         _ if info.operation => bytes,
@@ -710,6 +727,7 @@ mod tests {
             response_id: None,
             operation: false,
             embedding: false,
+            filtered_fails: false,
             access_token: None,
         };
         assert!(!info.message("bad key k-123-secret given").contains("k-123-secret"));

@@ -138,6 +138,9 @@ where
             response_id,
             operation: matches!(facts.endpoint, Endpoint::ResponseOp(_) | Endpoint::CountTokens),
             embedding: facts.endpoint == Endpoint::Embedding,
+            // Streams are left alone, as LiteLLM does: their finish reason comes after the content
+            // the client already has.
+            filtered_fails: !stream && facts.endpoint.is_conversation() && ctx.content_filter_falls_back(),
             access_token: None,
         };
         let tokens = built.oauth.then(|| self.tokens.clone());

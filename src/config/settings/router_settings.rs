@@ -117,8 +117,14 @@ fn precall(c: &mut Config, rs: &mut RawRouterSettings, w: &mut Warnings) -> Resu
             "must be >= 1, got 0 (a limit of 0 would admit nothing)",
         ));
     }
+    // LiteLLM's `enforce_model_rate_limits` pre-call check is our `enforce_rate_limits`.
+    let enforce_model_rate_limits = rs
+        .optional_pre_call_checks
+        .as_ref()
+        .is_some_and(|checks| checks.iter().any(|c| c == "enforce_model_rate_limits"));
     let mut p = std::mem::take(&mut c.precall)
         .pre_call_checks(rs.enable_pre_call_checks.is_some_and(|f| f.0))
+        .enforce_rate_limits(rs.enforce_rate_limits.is_some_and(|f| f.0) || enforce_model_rate_limits)
         .tag_filtering(rs.enable_tag_filtering.is_some_and(|f| f.0))
         .tag_match_any(rs.tag_filtering_match_any.is_none_or(|f| f.0))
         .default_max_parallel_requests(default_max_parallel_requests)
@@ -333,8 +339,8 @@ pub(super) fn affinity(
         match check.as_str() {
             "session_affinity" => session = true,
             "deployment_affinity" => api_key = true,
-            // Budgets apply whenever they are configured.
-            "router_budget_limiting" => {}
+            // Budgets apply whenever they are configured; rate limits are read by `precall`.
+            "router_budget_limiting" | "enforce_model_rate_limits" => {}
             other => {
                 let p = format!("{checks_path}.{other}");
                 w.ignored(p.clone(), &p, NOT_SUPPORTED);

@@ -79,6 +79,15 @@ pub trait Strategy: fmt::Debug + Send + Sync + 'static {
         false
     }
 
+    /// Whether the strategy enforces the candidates' declared `rpm` / `tpm` limits: the select
+    /// layer then reserves on its pick against both (and the strategy skips candidates over
+    /// them, [`Selection::under_limits`]). LiteLLM's usage-, latency- and cost-based routing do;
+    /// simple-shuffle and least-busy only weigh by them. Defaults to
+    /// [`needs_usage`](Self::needs_usage).
+    fn enforces_limits(&self) -> bool {
+        self.needs_usage()
+    }
+
     /// The index of the chosen candidate, or `None` when none is eligible (all at their limits).
     fn pick(&self, selection: &Selection<'_>, rng: &mut dyn RngCore) -> Option<usize>;
 }
