@@ -276,7 +276,7 @@ impl Fleet {
         Self { mocks }
     }
 
-    /// The config: `capped` admits `rpm_cap` requests a minute.
+    /// The config: `capped` admits `rpm_cap` requests a minute (`enforce_rate_limits`).
     pub(crate) fn yaml(&self, rpm_cap: u32) -> String {
         let mut yaml = String::from("model_list:\n");
         for (name, m) in &self.mocks {
@@ -290,7 +290,8 @@ impl Fleet {
                 m.base_url()
             );
         }
-        yaml + "router_settings:\n  num_retries: 2\n  cooldown_time: 0.2\n"
+        // `capped`'s rpm is a hard limit (LiteLLM reads it as a weight under simple-shuffle).
+        yaml + "router_settings:\n  num_retries: 2\n  cooldown_time: 0.2\n  enforce_rate_limits: true\n"
     }
 
     pub(crate) fn ids(&self) -> Vec<&'static str> {
