@@ -152,8 +152,8 @@ pub fn insert_group_limits(headers: &mut HeaderMap, limits: GroupLimits) {
     }
 }
 
-/// Inserts `x-litellm-response-cost` (USD, a plain decimal); a cost that is not a finite number
-/// >= 0 is left out.
+/// Inserts `x-litellm-response-cost` (USD, a plain decimal, twelve significant digits); a cost
+/// that is not a finite number >= 0 is left out.
 ///
 /// ```
 /// use http::HeaderMap;
@@ -161,11 +161,17 @@ pub fn insert_group_limits(headers: &mut HeaderMap, limits: GroupLimits) {
 /// let mut map = HeaderMap::new();
 /// headers::insert_response_cost(&mut map, 0.00125);
 /// assert_eq!(map["x-litellm-response-cost"], "0.00125");
+/// // Rounded to twelve significant digits: no float noise.
+/// headers::insert_response_cost(&mut map, 2.0 * 0.15e-6 + 8.0 * 0.6e-6);
+/// assert_eq!(map["x-litellm-response-cost"], "0.0000051");
 /// ```
 pub fn insert_response_cost(headers: &mut HeaderMap, cost: f64) {
-    if cost.is_finite()
-        && cost >= 0.0
-        && let Ok(v) = HeaderValue::from_str(&cost.to_string())
+    // Twelve significant digits: a price times a token count carries float noise in its last
+    // digits (2 × 5e-7 + 8 × 5.125e-7 is 0.0000050999999999999995), which nobody bills.
+    let rounded: f64 = format!("{cost:.11e}").parse().unwrap_or(cost);
+    if rounded.is_finite()
+        && rounded >= 0.0
+        && let Ok(v) = HeaderValue::from_str(&rounded.to_string())
     {
         headers.insert(LITELLM_RESPONSE_COST, v);
     }
