@@ -56,6 +56,10 @@ pub(crate) struct Sources {
     pub(crate) default_fallbacks: Option<Node>,
     /// The path of each alias, in [`Config::aliases`] order.
     pub(crate) aliases: Vec<String>,
+    /// The `model_list` index of each deployment, in [`Config::deployments`] order (an entry
+    /// with a list of organizations makes several; one gated off by `supported_environments`
+    /// makes none).
+    pub(crate) entries: Vec<usize>,
 }
 
 impl Sources {
@@ -63,8 +67,12 @@ impl Sources {
         Self { from_yaml: true, ..Self::default() }
     }
 
-    fn deployment(&self, i: usize) -> String {
-        if self.from_yaml { format!("model_list[{i}]") } else { format!("deployments[{i}]") }
+    pub(crate) fn deployment(&self, i: usize) -> String {
+        if self.from_yaml {
+            format!("model_list[{}]", self.entries.get(i).copied().unwrap_or(i))
+        } else {
+            format!("deployments[{i}]")
+        }
     }
 
     fn alias(&self, i: usize) -> String {

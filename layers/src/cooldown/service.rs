@@ -1,4 +1,4 @@
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use tokio::time::Instant;
 use tower_service::Service;
@@ -50,7 +50,7 @@ struct AttemptFailure {
     deployment: DeploymentId,
     outcome: Outcome,
     status: Option<u16>,
-    retry_after: Option<std::time::Duration>,
+    retry_after: Option<Duration>,
     message: String,
 }
 
@@ -78,6 +78,7 @@ async fn on_failure(
     group: &Group,
     failure: AttemptFailure,
     probing: bool,
+    requested: Option<Duration>,
 ) {
     let counts = store.record_outcome(&failure.deployment, false).await;
     let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
@@ -90,6 +91,13 @@ async fn on_failure(
     let Some(rule) = rule else { return };
     let Some(base) = decide::cooldown_time(deployment.map(|d| &**d), failure.retry_after, config) else {
         return;
+    };
+    // The request's own `cooldown_time` may shorten the bench (zero: none), never lengthen it: a
+    // client could otherwise bench a deployment other callers share for as long as it likes.
+    let base = match requested {
+        Some(r) if r.is_zero() => return,
+        Some(r) => base.min(r),
+        None => base,
     };
     let known: Vec<&str> = deployment.and_then(|d| d.api_key.as_ref()).map(|k| k.expose()).into_iter().collect();
     let reason: Arc<str> = redact(&format!("{rule}: {}", failure.message), &known, REASON_MAX).into();
@@ -131,6 +139,7 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
         // its candidates benched) calls the ready inner service directly and needs no boxed future.
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         let stream = ctx.facts().stream;
+        let requested = ctx.facts().cooldown_time;
         if let Err(e) = ctx.resolve_candidates(&self.layer.registry) {
             return ResponseFuture::failed(e.into());
         }
@@ -143,7 +152,7 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
         // nothing to filter.
         let candidates = ctx.candidates.as_ref().expect("resolved");
         if !self.layer.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
-            let record = Record { shared: self.layer.clone(), group, claim: None, stream };
+            let record = Record { shared: self.layer.clone(), group, claim: None, stream, requested };
             return ResponseFuture::in_place(self.inner.call(req), Some(record));
         }
         let inner = take_ready(&mut self.inner);
@@ -217,7 +226,8 @@ where
     ctx.candidates = Some(keep.into());
     let probing = claim.id.take();
     let claim = ProbeClaim { store: store.clone(), id: probing };
-    let record = Record { shared: shared.clone(), group, claim: Some(claim), stream };
+    let requested = ctx.facts().cooldown_time;
+    let record = Record { shared: shared.clone(), group, claim: Some(claim), stream, requested };
     let result = inner.call(req).await.map_err(Into::into);
     record.finish(result)
 }
@@ -230,6 +240,8 @@ pub struct Record {
     group: Arc<Group>,
     claim: Option<ProbeClaim>,
     stream: bool,
+    /// The request's `cooldown_time`.
+    requested: Option<Duration>,
 }
 
 impl Record {
@@ -238,7 +250,7 @@ impl Record {
         self,
         result: Result<http::Response<RouteBody>, BoxError>,
     ) -> Result<http::Response<RouteBody>, BoxError> {
-        let Record { shared, group, mut claim, stream } = self;
+        let Record { shared, group, mut claim, stream, requested } = self;
         let store = &shared.store;
         let probing = claim.as_ref().and_then(|c| c.id.clone());
         match result {
@@ -261,7 +273,7 @@ impl Record {
                         // A stream's outcome is known at its end (as LiteLLM logs a stream's success
                         // once it completes): counting a success at the first chunk and a failure
                         // at a cut would make a deployment that cuts every stream look 50% healthy.
-                        watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
+                        watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone(), requested);
                         if !recovered {
                             return Ok(resp);
                         }
@@ -298,7 +310,7 @@ impl Record {
                     // retry layer never picks the failed deployment again in this call).
                     let shared = shared.clone();
                     store.run_bookkeeping(async move {
-                        on_failure(&shared.store, &shared.config, &group, failure, was_probe).await;
+                        on_failure(&shared.store, &shared.config, &group, failure, was_probe, requested).await;
                     });
                 }
                 Err(err)
@@ -316,7 +328,13 @@ impl<F> Then<F> for Record {
 
 /// Counts a stream's outcome when it ends: a success when it completed, a failure of its
 /// deployment when it broke after its first chunk (a client hanging up counts neither).
-fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc<Group>, id: DeploymentId) {
+fn watch_stream_end(
+    body: &mut RouteBody,
+    shared: Arc<CooldownLayer>,
+    group: Arc<Group>,
+    id: DeploymentId,
+    requested: Option<Duration>,
+) {
     body.on_end(move |end| {
         let outcome = match end.kind {
             BodyEndKind::Complete => None,
@@ -336,7 +354,7 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
                 retry_after: None,
                 message: "stream failed mid-way".into(),
             };
-            on_failure(&shared.store, &shared.config, &group, failure, false).await;
+            on_failure(&shared.store, &shared.config, &group, failure, false, requested).await;
         });
     });
 }
