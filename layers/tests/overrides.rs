@@ -298,3 +298,38 @@ async fn specific_deployment_routes_by_provider_model_only() {
     let err = call(&mut svc, request("gpt-4o", facts)).await.expect_err("a group name is not a provider model");
     route_error(&err, RouteErrorKind::UnknownGroup);
 }
+
+// ===== name resolution =====
+
+#[test]
+fn a_bare_model_name_reaches_the_provider_wildcard_group_as_litellms_pattern_router_does() {
+    // LiteLLM's `PatternMatchRouter.get_pattern`: the name, then `{provider}/{name}`.
+    let registry = support::registry([
+        switchyard_layers::Deployment::builder("openai/*", "openai/*").id("w"),
+        switchyard_layers::Deployment::builder("gpt-4o", "azure/gpt-4o-eu").id("g"),
+    ]);
+    let resolved = registry.resolve("gpt-4o-mini").expect("the catalog says OpenAI");
+    assert_eq!(&**resolved.group.name(), "openai/*");
+    assert_eq!(&*resolved.group.deployments()[0].model, "openai/gpt-4o-mini");
+    // A group of that very name wins.
+    assert_eq!(&**registry.resolve("gpt-4o").expect("a group").group.name(), "gpt-4o");
+    // A name the catalog does not know has no provider to try.
+    let err = registry.resolve("my-own-model").expect_err("unknown");
+    assert_eq!(err.kind(), RouteErrorKind::UnknownGroup);
+    assert!(err.to_string().contains("gpt-4o"), "the error lists the known groups: {err}");
+}
+
+#[test]
+fn a_provider_model_reaches_every_deployment_that_has_it() {
+    let registry = support::registry([
+        switchyard_layers::Deployment::builder("gpt-4o", "azure/gpt-4o-eu").id("e1"),
+        switchyard_layers::Deployment::builder("gpt-4o", "azure/gpt-4o-eu").id("e2").api_base("https://b.example"),
+        switchyard_layers::Deployment::builder("gpt-4o", "openai/gpt-4o").id("o"),
+        switchyard_layers::Deployment::builder("backup", "openai/gpt-4o").id("o2"),
+    ]);
+    let resolved = registry.resolve("azure/gpt-4o-eu").expect("a provider model");
+    let ids: Vec<&str> = resolved.group.deployments().iter().map(|d| d.id.as_str()).collect();
+    assert_eq!((&**resolved.group.name(), ids), ("gpt-4o", vec!["e1", "e2"]), "named after their own group");
+    let resolved = registry.resolve("openai/gpt-4o").expect("a provider model of two groups");
+    assert_eq!((&**resolved.group.name(), resolved.group.deployments().len()), ("openai/gpt-4o", 2));
+}

@@ -1222,6 +1222,79 @@ mod tests {
     }
 
     #[test]
+    fn per_request_fallbacks_are_names_model_dicts_or_router_entries() {
+        let fallbacks = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.fallbacks;
+        let list = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>());
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":["a","b"]}"#), list(&["a", "b"]));
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":[{"model":"a"},"b"]}"#), list(&["a", "b"]));
+        assert_eq!(
+            fallbacks(br#"{"model":"g","fallbacks":[{"x":["c"]},{"g":["a","b"]},{"*":["d"]}]}"#),
+            list(&["a", "b"])
+        );
+        assert_eq!(fallbacks(br#"{"model":"h","fallbacks":[{"g":["a"]},{"*":["d"]}]}"#), list(&["d"]));
+        assert_eq!(fallbacks(br#"{"model":"h","fallbacks":[{"g":["a"]}]}"#), list(&[]));
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":null}"#), None);
+        assert!(err(br#"{"model":"g","fallbacks":[{"model":"a","messages":[]}]}"#).contains("`fallbacks[0].messages`"));
+        assert!(err(br#"{"model":"g","fallbacks":["a",{"temperature":1}]}"#).contains("`fallbacks[1].temperature`"));
+        assert!(err(br#"{"model":"g","fallbacks":[{"model":5}]}"#).contains("`fallbacks[0].model`"));
+        assert!(err(br#"{"model":"g","fallbacks":["a",{"g":["b"]}]}"#).contains("mixes"));
+        assert!(err(br#"{"model":"g","fallbacks":[{}]}"#).contains("must hold group names, got map"));
+    }
+
+    #[test]
+    fn overrides_are_read_from_the_body_then_from_metadata() {
+        let facts = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1;
+        let f =
+            facts(br#"{"model":"g","metadata":{"num_retries":1,"timeout":9,"stream_timeout":3,"cooldown_time":0}}"#);
+        assert_eq!(
+            (f.num_retries, f.timeout, f.stream_timeout),
+            (Some(1), Some(Duration::from_secs(9)), Some(Duration::from_secs(3)))
+        );
+        assert_eq!(f.cooldown_time, Some(Duration::ZERO));
+        let f = facts(
+            br#"{"model":"g","num_retries":4,"cooldown_time":2.5,"metadata":{"num_retries":1,"cooldown_time":0}}"#,
+        );
+        assert_eq!((f.num_retries, f.cooldown_time), (Some(4), Some(Duration::from_millis(2500))));
+        let f =
+            facts(br#"{"model":"g","model_group_retry_policy":{"g":{"RateLimitErrorRetries":1,"DefaultRetries":2}}}"#);
+        let policies = f.retry_policies.expect("read");
+        assert_eq!((policies["g"].rate_limit, policies["g"].default), (Some(1), Some(2)));
+        let f = facts(br#"{"model":"g","metadata":{"model_group_retry_policy":{"g":{"TimeoutErrorRetries":0}}}}"#);
+        assert_eq!(f.retry_policies.expect("read")["g"].timeout, Some(0));
+        assert!(facts(br#"{"model":"g","specific_deployment":true}"#).specific_deployment);
+        assert!(
+            err(br#"{"model":"g","cooldown_time":"1"}"#).contains("`cooldown_time` must be a number of seconds >= 0")
+        );
+        assert!(
+            err(br#"{"model":"g","model_group_retry_policy":{"g":{"Nope":1}}}"#)
+                .contains("`model_group_retry_policy.g`")
+        );
+        assert!(err(br#"{"model":"g","model_group_retry_policy":{"g":1}}"#).contains("`g` must be a retry policy"));
+    }
+
+    #[test]
+    fn litellms_testing_hooks_are_read() {
+        let mock = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.mock;
+        assert!(mock(br#"{"model":"g"}"#).is_empty());
+        let m = mock(br#"{"model":"g","mock_response":"hi \"there\"","mock_timeout":true}"#);
+        assert_eq!(m.response, Some(MockResponse::Text("hi \"there\"".to_owned())));
+        assert!(m.timeout);
+        let m = mock(br#"{"model":"g","mock_response":{"choices":[]}}"#);
+        assert_eq!(m.response, Some(MockResponse::Object(bytes::Bytes::from_static(br#"{"choices":[]}"#))));
+        let m = mock(
+            br#"{"model":"g","mock_testing_content_policy_fallbacks":"TRUE","mock_testing_context_fallbacks":true}"#,
+        );
+        assert_eq!(m.fallbacks, Some(MockFailure::ContextWindow), "LiteLLM's order: context before content policy");
+        let m = mock(br#"{"model":"g","mock_testing_fallbacks":"false","mock_testing_rate_limit_error":"true"}"#);
+        assert_eq!((m.fallbacks, m.rate_limit_error), (None, true));
+        assert!(
+            err(br#"{"model":"g","mock_testing_fallbacks":"maybe"}"#)
+                .contains("`mock_testing_fallbacks` must be a boolean")
+        );
+        assert!(err(br#"{"model":"g","mock_response":[1]}"#).contains("`mock_response` must be a string"));
+    }
+
+    #[test]
     fn top_level_tags_and_region_are_read() {
         let body = br#"{"model":"m","tags":"a, b,,","allowed_model_region":"eu","response_format":{"type":"json_object"},"tools":null}"#;
         let (_, facts) = facts_from_json(body, Endpoint::Chat).expect("valid");
