@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use super::{
     Candidates, Deployment, DeploymentId,
     candidates::Declared,
-    pattern::{Pattern, substitute},
+    pattern::{Pattern, inferred_provider, substitute},
 };
 use crate::RouteError;
 
@@ -242,15 +242,6 @@ fn by_provider_model(deployments: &[Arc<Deployment>]) -> HashMap<Arc<str>, Arc<G
         .collect()
 }
 
-/// The provider LiteLLM would infer for a bare model name (`gpt-4o` is `openai`), from the
-/// catalog; `None` for a name that already has a provider prefix or is not in the catalog.
-fn provider_of(name: &str) -> Option<&'static str> {
-    let facts = crate::catalog::lookup(name)?;
-    // `vertex_ai-language-models` and the like are LiteLLM's `vertex_ai`.
-    let provider = facts.provider.strip_prefix("vertex_ai-").map_or(facts.provider, |_| "vertex_ai");
-    (!name.starts_with(&format!("{provider}/"))).then_some(provider)
-}
-
 /// Model groups, aliases and wildcard patterns, resolvable in O(1) and changeable at runtime.
 ///
 /// Reads are lock-free (an atomically swapped snapshot); a change builds a new snapshot and
@@ -441,7 +432,7 @@ impl Registry {
             if snap.patterns.is_empty() {
                 return None;
             }
-            let provider = provider_of(name)?;
+            let provider = inferred_provider(name)?;
             snap.pattern_match(&format!("{provider}/{name}"))
         };
         if let Some(group) = snap.pattern_match(name).or_else(prefixed) {
