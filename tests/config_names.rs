@@ -189,3 +189,16 @@ fn the_newer_retry_policy_fields_are_read() {
         "DefaultRetries",
     );
 }
+
+#[test]
+fn a_fallback_target_may_be_a_bare_name_a_wildcard_serves_or_a_provider_model() {
+    let yaml = "model_list:\n  - model_name: \"openai/*\"\n    litellm_params: { model: \"openai/*\", api_base: \"http://h/v1\" }\n  - model_name: eu\n    litellm_params: { model: custom_openai/eu-model, api_base: \"http://h/v1\" }\nrouter_settings:\n  fallbacks: [{ eu: [gpt-4o-mini, custom_openai/eu-model] }]\n";
+    load(yaml).expect("both targets resolve as the registry resolves them");
+    let bad = yaml.replace("gpt-4o-mini", "my-own-model");
+    assert_err(
+        load(&bad),
+        ConfigErrorKind::Invalid,
+        "router_settings.fallbacks[0].eu[0]",
+        "`my-own-model` is not a model group",
+    );
+}
