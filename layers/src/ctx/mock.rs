@@ -2,14 +2,7 @@
 //! purpose, so that retry and fallback configs can be tested in staging without a failing
 //! upstream. Read once at the edge; each layer acts on the hook that is its own.
 //!
-//! | hook | where | what (as LiteLLM 1.100 does it) |
-//! |---|---|---|
-//! | `mock_testing_fallbacks` | fallback layer, first group only | the group fails with an internal server error before any attempt: the general fallbacks apply |
-//! | `mock_testing_context_fallbacks` | same | a context-window error: the context-window fallbacks apply |
-//! | `mock_testing_content_policy_fallbacks` | same | a content-policy error: the content-policy fallbacks apply |
-//! | `mock_testing_rate_limit_error` | retry layer, first attempt of every group | a rate-limit error that no deployment made: the retries (and then the fallbacks) apply |
-//! | `mock_timeout` | provider, every attempt of the first group | the attempt waits its whole timeout, then times out |
-//! | `mock_response` | provider, every attempt | the answer, built without calling the upstream |
+//! The hooks, and which layer acts on each, are listed on [`MockHooks`].
 //!
 //! ```
 //! use switchyard_layers::ctx::{MockFailure, MockHooks};
@@ -70,7 +63,16 @@ pub enum MockResponse {
     Object(Bytes),
 }
 
-/// LiteLLM's testing hooks a request carries; see the [module docs](self).
+/// LiteLLM's testing hooks a request carries, each acted on by one layer:
+///
+/// | hook | where | what (as LiteLLM 1.100 does it) |
+/// |---|---|---|
+/// | `mock_testing_fallbacks` | fallback layer, first group only | the group fails with an internal server error before any attempt: the general fallbacks apply |
+/// | `mock_testing_context_fallbacks` | same | a context-window error: the context-window fallbacks apply |
+/// | `mock_testing_content_policy_fallbacks` | same | a content-policy error: the content-policy fallbacks apply |
+/// | `mock_testing_rate_limit_error` | retry layer, first attempt of every group | a rate-limit error that no deployment made: the retries (and then the fallbacks) apply |
+/// | `mock_timeout` | provider, every attempt of the first group | the attempt waits its whole timeout, then times out |
+/// | `mock_response` | provider, every attempt | the answer, built without calling the upstream |
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MockHooks {
