@@ -1321,6 +1321,10 @@ fn a_secret_field_of_the_wrong_type_is_refused_naming_it_without_echoing_the_val
             if path.ends_with("redis_startup_nodes[0]") && shape.starts_with('{') {
                 continue;
             }
+            // A list of organizations expands the deployment (tests/config_names.rs).
+            if path.ends_with("organization") && shape.starts_with('[') {
+                continue;
+            }
             let err = load_err(&template.replace('V', shape));
             assert_eq!(err.kind(), ConfigErrorKind::Type, "{path} = {shape}: {err}");
             assert_eq!(err.path(), path, "{shape}: {err}");

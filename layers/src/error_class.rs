@@ -115,6 +115,9 @@ pub trait PolicyKind: sealed::Sealed {
     const SETTING: &'static str;
     /// The field names LiteLLM defines for the setting, with their classes, in LiteLLM's order.
     const FIELDS: &'static [(&'static str, ErrorClass)];
+    /// The field that sets the value for every class without one of its own
+    /// (`DefaultRetries`), when the setting has one.
+    const DEFAULT_FIELD: Option<&'static str>;
 }
 
 /// The kind of [`RetryPolicy`](crate::retry::RetryPolicy): retries per error class
@@ -130,15 +133,24 @@ pub enum AllowedFails {}
 impl sealed::Sealed for Retries {}
 impl sealed::Sealed for AllowedFails {}
 
-/// The LiteLLM names of `retry_policy`'s fields (LiteLLM 1.100 `RetryPolicy`), in its order.
-pub const RETRY_POLICY_FIELDS: [&str; 6] = [
+/// The LiteLLM names of `retry_policy`'s per-class fields, in its order: LiteLLM 1.100's six
+/// (`RetryPolicy`), then the classes newer LiteLLM releases added (404, 503, 502). The field
+/// for every other class is [`DEFAULT_RETRIES_FIELD`].
+pub const RETRY_POLICY_FIELDS: [&str; 9] = [
     "BadRequestErrorRetries",
     "AuthenticationErrorRetries",
     "TimeoutErrorRetries",
     "RateLimitErrorRetries",
     "ContentPolicyViolationErrorRetries",
     "InternalServerErrorRetries",
+    "ServiceUnavailableErrorRetries",
+    "BadGatewayErrorRetries",
+    "NotFoundErrorRetries",
 ];
+
+/// `retry_policy.DefaultRetries` (newer LiteLLM releases): the retry count of a failure whose
+/// class has no field of its own in the policy.
+pub const DEFAULT_RETRIES_FIELD: &str = "DefaultRetries";
 
 /// The LiteLLM names of `allowed_fails_policy`'s fields (LiteLLM 1.100 `AllowedFailsPolicy`), in
 /// its order.
@@ -163,7 +175,11 @@ impl PolicyKind for Retries {
         (RETRY_POLICY_FIELDS[3], ErrorClass::RateLimit),
         (RETRY_POLICY_FIELDS[4], ErrorClass::ContentPolicy),
         (RETRY_POLICY_FIELDS[5], ErrorClass::InternalServerError),
+        (RETRY_POLICY_FIELDS[6], ErrorClass::ServiceUnavailable),
+        (RETRY_POLICY_FIELDS[7], ErrorClass::BadGateway),
+        (RETRY_POLICY_FIELDS[8], ErrorClass::NotFound),
     ];
+    const DEFAULT_FIELD: Option<&'static str> = Some(DEFAULT_RETRIES_FIELD);
 }
 
 impl PolicyKind for AllowedFails {
@@ -179,6 +195,7 @@ impl PolicyKind for AllowedFails {
         (ALLOWED_FAILS_POLICY_FIELDS[7], ErrorClass::BadGateway),
         (ALLOWED_FAILS_POLICY_FIELDS[8], ErrorClass::NotFound),
     ];
+    const DEFAULT_FIELD: Option<&'static str> = None;
 }
 
 /// One optional count per [`ErrorClass`]; `K` says which LiteLLM setting it is.
@@ -200,14 +217,16 @@ pub struct PerErrorClass<K> {
     pub content_policy: Option<u32>,
     /// [`ErrorClass::InternalServerError`] (`InternalServerError...`).
     pub internal_server_error: Option<u32>,
-    /// [`ErrorClass::ServiceUnavailable`] (`ServiceUnavailableErrorAllowedFails`; LiteLLM has no
-    /// retry field for it).
+    /// [`ErrorClass::ServiceUnavailable`] (`ServiceUnavailableError...`).
     pub service_unavailable: Option<u32>,
-    /// [`ErrorClass::BadGateway`] (`BadGatewayErrorAllowedFails`; LiteLLM has no retry field for
-    /// it).
+    /// [`ErrorClass::BadGateway`] (`BadGatewayError...`).
     pub bad_gateway: Option<u32>,
-    /// [`ErrorClass::NotFound`] (`NotFoundErrorAllowedFails`; LiteLLM has no retry field for it).
+    /// [`ErrorClass::NotFound`] (`NotFoundError...`).
     pub not_found: Option<u32>,
+    /// The value of every class without one of its own (`DefaultRetries`; allowed-fails policies
+    /// have no such field). Not returned by [`get`](Self::get) or
+    /// [`for_failure`](Self::for_failure): a layer decides where it ranks.
+    pub default: Option<u32>,
     kind: PhantomData<fn() -> K>,
 }
 
@@ -224,8 +243,15 @@ impl<K> PerErrorClass<K> {
             service_unavailable: None,
             bad_gateway: None,
             not_found: None,
+            default: None,
             kind: PhantomData,
         }
+    }
+
+    /// Sets the value for every class without one of its own (`DefaultRetries`).
+    pub const fn default_value(mut self, n: u32) -> Self {
+        self.default = Some(n);
+        self
     }
 
     /// Sets the value for 400-class errors (context-window errors included; content-policy
@@ -351,10 +377,15 @@ impl<K: PolicyKind> PerErrorClass<K> {
     pub fn from_litellm(map: &BTreeMap<String, u32>) -> Result<Self, UnknownPolicyField> {
         let mut table = Self::new();
         for (name, &n) in map {
+            if K::DEFAULT_FIELD == Some(name.as_str()) {
+                table.default = Some(n);
+                continue;
+            }
             let class = Self::litellm_class(name).ok_or_else(|| UnknownPolicyField {
                 setting: K::SETTING,
                 field: name.clone(),
                 valid: K::FIELDS,
+                default_field: K::DEFAULT_FIELD,
             })?;
             table.set(class, Some(n));
         }
@@ -379,7 +410,7 @@ impl<K> Default for PerErrorClass<K> {
 
 impl<K> PartialEq for PerErrorClass<K> {
     fn eq(&self, other: &Self) -> bool {
-        ErrorClass::ALL.into_iter().all(|c| self.get(c) == other.get(c))
+        ErrorClass::ALL.into_iter().all(|c| self.get(c) == other.get(c)) && self.default == other.default
     }
 }
 
@@ -388,6 +419,7 @@ impl<K> Eq for PerErrorClass<K> {}
 impl<K> Hash for PerErrorClass<K> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         ErrorClass::ALL.map(|c| self.get(c)).hash(state);
+        self.default.hash(state);
     }
 }
 
@@ -403,6 +435,12 @@ impl<K: PolicyKind> fmt::Debug for PerErrorClass<K> {
                 };
             }
         }
+        if let Some(n) = self.default {
+            match K::DEFAULT_FIELD {
+                Some(name) => map.entry(&name, &n),
+                None => map.entry(&"default", &n),
+            };
+        }
         map.finish()
     }
 }
@@ -413,6 +451,7 @@ pub struct UnknownPolicyField {
     setting: &'static str,
     field: String,
     valid: &'static [(&'static str, ErrorClass)],
+    default_field: Option<&'static str>,
 }
 
 impl UnknownPolicyField {
@@ -435,6 +474,9 @@ impl fmt::Display for UnknownPolicyField {
                 f.write_str(", ")?;
             }
             f.write_str(name)?;
+        }
+        if let Some(name) = self.default_field {
+            write!(f, ", {name}")?;
         }
         Ok(())
     }
@@ -463,6 +505,7 @@ mod tests {
         assert_eq!(names::<Retries>("Retries"), RETRY_POLICY_FIELDS);
         assert_eq!(names::<AllowedFails>("AllowedFails"), ALLOWED_FAILS_POLICY_FIELDS);
         assert_eq!(AllowedFails::FIELDS.iter().map(|(_, c)| *c).collect::<Vec<_>>(), ErrorClass::ALL);
+        assert_eq!(Retries::FIELDS.iter().map(|(_, c)| *c).collect::<Vec<_>>(), ErrorClass::ALL);
     }
 
     #[test]
@@ -473,11 +516,24 @@ mod tests {
     }
 
     #[test]
-    fn retry_policy_has_no_not_found_field_as_in_litellm() {
-        let map = BTreeMap::from([("NotFoundErrorRetries".to_owned(), 1)]);
-        let err = PerErrorClass::<Retries>::from_litellm(&map).unwrap_err();
-        assert_eq!((err.setting(), err.field()), ("retry_policy", "NotFoundErrorRetries"));
-        assert!(err.to_string().ends_with(&RETRY_POLICY_FIELDS.join(", ")), "{err}");
+    fn retry_policy_reads_the_newer_litellm_fields() {
+        let map = BTreeMap::from([
+            ("NotFoundErrorRetries".to_owned(), 1),
+            ("ServiceUnavailableErrorRetries".to_owned(), 2),
+            ("BadGatewayErrorRetries".to_owned(), 3),
+            ("DefaultRetries".to_owned(), 4),
+        ]);
+        let t = PerErrorClass::<Retries>::from_litellm(&map).expect("known names");
+        assert_eq!(t.for_outcome(Outcome::NotFound), Some(1));
+        assert_eq!(t.for_failure(Outcome::ServerError, Some(503)), Some(2));
+        assert_eq!(t.for_failure(Outcome::ServerError, Some(502)), Some(3));
+        assert_eq!(t.for_failure(Outcome::ServerError, Some(500)), None, "the default is the layer's to rank");
+        assert_eq!(t.default, Some(4));
+        let err = PerErrorClass::<Retries>::from_litellm(&BTreeMap::from([("Typo".to_owned(), 1)])).unwrap_err();
+        assert_eq!((err.setting(), err.field()), ("retry_policy", "Typo"));
+        assert!(err.to_string().ends_with(&format!("{}, DefaultRetries", RETRY_POLICY_FIELDS.join(", "))), "{err}");
+        let err = PerErrorClass::<AllowedFails>::from_litellm(&BTreeMap::from([("DefaultRetries".to_owned(), 1)]));
+        assert!(err.is_err(), "allowed-fails policies have no default field");
     }
 
     #[test]
@@ -501,7 +557,12 @@ mod tests {
 
     #[test]
     fn debug_shows_the_set_fields_by_their_litellm_names() {
-        let t = PerErrorClass::<Retries>::new().rate_limit(4).not_found(1);
-        assert_eq!(format!("{t:?}"), "{\"RateLimitErrorRetries\": 4, NotFound: 1}");
+        let t = PerErrorClass::<Retries>::new().rate_limit(4).not_found(1).default_value(2);
+        assert_eq!(
+            format!("{t:?}"),
+            "{\"RateLimitErrorRetries\": 4, \"NotFoundErrorRetries\": 1, \"DefaultRetries\": 2}"
+        );
+        let t = PerErrorClass::<AllowedFails>::new().default_value(2);
+        assert_eq!(format!("{t:?}"), "{\"default\": 2}");
     }
 }

@@ -13,7 +13,7 @@ use switchyard_services::provider::CONNECTION_HEADERS;
 
 use super::{
     ConfigError,
-    raw::{Extra, Flag, Num, RawModel, RawModelInfo},
+    raw::{Extra, Flag, IdValue, Num, RawModel, RawModelInfo},
 };
 
 /// The ignored keys, one warning each.
@@ -170,8 +170,10 @@ const DROPPED_PARAMS: [(&str, &str); 1] =
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
-const METADATA: [&str; 14] = [
+const METADATA: [&str; 15] = [
     "base_model",
+    // Read when the entry is loaded (`LITELLM_ENVIRONMENT`); see `settings::load`.
+    "supported_environments",
     "mode",
     "description",
     "tier",
@@ -187,9 +189,50 @@ const METADATA: [&str; 14] = [
     "updated_by",
 ];
 
-/// Converts `model_list[index]`: the deployment and the quality router's preferences its
-/// `model_info` declares.
-pub(crate) fn deployment(
+/// Converts `model_list[index]`: one deployment, or one per organization when
+/// `litellm_params.organization` is a list (LiteLLM's expansion), and the quality router's
+/// preferences its `model_info` declares (the same for every expanded deployment). The expanded deployments derive
+/// their ids from their own parameters; with an explicit `model_info.id`, the n-th (from 1) is
+/// `{id}-{n}` (LiteLLM gives them all the same id; the organization, a credential, is never put
+/// in an id).
+pub(crate) fn deployments(
+    index: usize,
+    raw: RawModel,
+    w: &mut Warnings,
+) -> Result<(Vec<Deployment>, Option<RoutingPreferences>), ConfigError> {
+    let orgs = match raw.litellm_params.as_ref().and_then(|p| p.extra.get("organization")) {
+        Some(serde_json::Value::Array(orgs)) => orgs.clone(),
+        _ => {
+            let (d, prefs) = deployment(index, raw, w)?;
+            return Ok((vec![d], prefs));
+        }
+    };
+    if orgs.is_empty() {
+        return Err(ConfigError::invalid(
+            format!("model_list[{index}].litellm_params.organization"),
+            "must name at least one organization (an empty list would load no deployment)",
+        ));
+    }
+    let id = info_id(raw.model_info.as_ref());
+    let mut out = Vec::with_capacity(orgs.len());
+    let mut preferences = None;
+    for (n, org) in orgs.into_iter().enumerate() {
+        let mut one = raw.clone();
+        if let Some(p) = one.litellm_params.as_mut() {
+            p.extra.insert("organization".to_owned(), org);
+        }
+        if let (Some(id), Some(info)) = (&id, one.model_info.as_mut()) {
+            info.id = Some(IdValue::Str(format!("{id}-{}", n + 1)));
+        }
+        let (d, prefs) = deployment(index, one, w)?;
+        preferences = preferences.or(prefs);
+        out.push(d);
+    }
+    Ok((out, preferences))
+}
+
+/// Converts `model_list[index]` (one deployment) and its quality-router preferences.
+fn deployment(
     index: usize,
     raw: RawModel,
     w: &mut Warnings,

@@ -57,7 +57,7 @@ impl<'a> Env<'a> {
         Ok(Self { lookup, from_config, resolved: RefCell::new(Vec::new()) })
     }
 
-    fn get(&self, name: &str) -> Option<String> {
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
         self.from_config.get(name).cloned().or_else(|| (self.lookup)(name))
     }
 

@@ -156,7 +156,7 @@ pub(crate) struct RawConfig {
 }
 
 /// One `model_list` entry.
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 pub(crate) struct RawModel {
     #[serde(default)]
     pub(crate) model_name: Option<String>,
@@ -173,7 +173,7 @@ pub(crate) struct RawModel {
 }
 
 /// `model_list[].litellm_params`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RawParams {
     pub(crate) model: Option<String>,
@@ -204,7 +204,7 @@ pub(crate) struct RawParams {
 }
 
 /// `model_list[].model_info`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct RawModelInfo {
     pub(crate) id: Option<IdValue>,
@@ -309,6 +309,8 @@ pub(crate) struct RawLitellmSettings {
     pub(crate) content_policy_fallbacks: Option<Value>,
     pub(crate) default_fallbacks: Option<Value>,
     pub(crate) model_group_alias: Option<BTreeMap<String, Value>>,
+    /// `litellm.model_alias_map`: `{name: model}`, the request's model renamed before routing.
+    pub(crate) model_alias_map: Option<BTreeMap<String, Value>>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }

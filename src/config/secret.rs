@@ -52,8 +52,19 @@ pub(crate) fn read_credentials(doc: &mut Value) -> Result<(), ConfigError> {
 
 fn litellm_params(params: &mut Map<String, Value>, at: &str) -> Result<(), ConfigError> {
     for key in CREDENTIAL_PARAMS {
-        if let Some(value) = params.get_mut(key) {
-            credential(value, &format!("{at}.{key}"))?;
+        match params.get_mut(key) {
+            // LiteLLM expands a list of organizations into one deployment per organization.
+            Some(Value::Array(orgs)) if key == "organization" => {
+                for (j, org) in orgs.iter_mut().enumerate() {
+                    let path = format!("{at}.{key}[{j}]");
+                    if org.is_null() {
+                        return Err(ConfigError::type_error(path, "must be a string (an organization id)"));
+                    }
+                    credential(org, &path)?;
+                }
+            }
+            Some(value) => credential(value, &format!("{at}.{key}"))?,
+            None => {}
         }
     }
     if let Some(base) = params.get_mut("api_base") {

@@ -5,7 +5,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
-use switchyard_layers::{Deployment, deployment::pattern_matches};
+use switchyard_layers::{
+    Deployment,
+    deployment::{inferred_provider, pattern_matches},
+};
 
 use super::{AutoRouter, Config, ConfigError};
 
@@ -58,6 +61,10 @@ pub(crate) struct Sources {
     pub(crate) aliases: Vec<String>,
     /// The `model_list` entry of each pre-router, in [`Config::pre_routers`] order.
     pub(crate) pre_routers: Vec<String>,
+    /// The `model_list` index of each deployment, in [`Config::deployments`] order (an entry
+    /// with a list of organizations makes several; one gated off by `supported_environments`
+    /// makes none).
+    pub(crate) entries: Vec<usize>,
 }
 
 impl Sources {
@@ -65,8 +72,12 @@ impl Sources {
         Self { from_yaml: true, ..Self::default() }
     }
 
-    fn deployment(&self, i: usize) -> String {
-        if self.from_yaml { format!("model_list[{i}]") } else { format!("deployments[{i}]") }
+    pub(crate) fn deployment(&self, i: usize) -> String {
+        if self.from_yaml {
+            format!("model_list[{}]", self.entries.get(i).copied().unwrap_or(i))
+        } else {
+            format!("deployments[{i}]")
+        }
     }
 
     /// `key` of pre-router `i`: `model_list[3].litellm_params.{key}` as loaded, `pre_routers[i].{key}`
@@ -101,6 +112,8 @@ struct Names<'a> {
     groups: BTreeSet<&'a str>,
     patterns: Vec<&'a str>,
     aliases: BTreeSet<&'a str>,
+    /// The deployments' provider models (a request may name one).
+    models: BTreeSet<&'a str>,
 }
 
 impl<'a> Names<'a> {
@@ -108,13 +121,20 @@ impl<'a> Names<'a> {
         let groups: BTreeSet<&str> = config.deployments.iter().map(|d| &*d.group).collect();
         let patterns = groups.iter().copied().filter(|g| g.contains('*')).collect();
         let aliases = config.aliases.iter().map(|a| a.alias.as_str()).collect();
-        Self { groups, patterns, aliases }
+        let models = config.deployments.iter().map(|d| &*d.model).filter(|m| !m.contains('*')).collect();
+        Self { groups, patterns, aliases, models }
     }
 
+    /// Whether `name` resolves as the registry resolves it: a group, an alias, a wildcard match
+    /// (also as `{provider}/{name}`), or a deployment's provider model.
     fn knows(&self, name: &str) -> bool {
+        let prefixed = || inferred_provider(name).map(|p| format!("{p}/{name}"));
         self.groups.contains(name)
             || self.aliases.contains(name)
             || self.patterns.iter().any(|p| pattern_matches(p, name))
+            || self.models.contains(name)
+            || (!self.patterns.is_empty()
+                && prefixed().is_some_and(|n| self.patterns.iter().any(|p| pattern_matches(p, &n))))
     }
 
     /// ` (known: a, b, c)`: groups and aliases, at most ten names.

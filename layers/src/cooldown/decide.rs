@@ -65,18 +65,17 @@ pub(crate) fn rule(
 }
 
 /// How long to bench, LiteLLM 1.100's precedence (`deployment_callback_on_failure`): the
-/// deployment's `model_info.cooldown_time`, then the request's own `cooldown_time` (`request`),
-/// then the deployment's `litellm_params.cooldown_time`, then the upstream's Retry-After, then the
-/// router's `cooldown_time`. Zero from any of them means never; `None` means do not bench.
+/// deployment's `model_info.cooldown_time`, then its `litellm_params.cooldown_time`, then the
+/// upstream's Retry-After, then the router's `cooldown_time`. Zero from any of them means never;
+/// `None` means do not bench. (A request's own `cooldown_time`, which LiteLLM ranks after
+/// `model_info`'s, may only shorten the result: the service applies it.)
 pub(crate) fn cooldown_time(
     deployment: Option<&Deployment>,
-    request: Option<Duration>,
     retry_after: Option<Duration>,
     config: &CooldownConfig,
 ) -> Option<Duration> {
     let d = deployment
         .and_then(|d| d.info_cooldown_time)
-        .or(request)
         .or_else(|| deployment.and_then(|d| d.cooldown_time))
         .or(retry_after)
         .unwrap_or(config.cooldown_time);
@@ -154,27 +153,26 @@ mod tests {
         let never = Deployment::builder("g", "m").cooldown_time(Duration::ZERO).build().unwrap();
         let plain = Deployment::builder("g", "m").build().unwrap();
         let ra = Some(Duration::from_secs(30));
-        assert_eq!(cooldown_time(Some(&d), None, ra, &c), Some(Duration::from_secs(9)));
-        assert_eq!(cooldown_time(Some(&never), None, ra, &c), None);
-        assert_eq!(cooldown_time(Some(&plain), None, ra, &c), Some(Duration::from_secs(30)));
-        assert_eq!(cooldown_time(Some(&plain), None, None, &c), Some(Duration::from_secs(5)));
-        assert_eq!(cooldown_time(Some(&plain), None, None, &c.clone().cooldown_time(Duration::ZERO)), None);
+        assert_eq!(cooldown_time(Some(&d), ra, &c), Some(Duration::from_secs(9)));
+        assert_eq!(cooldown_time(Some(&never), ra, &c), None);
+        assert_eq!(cooldown_time(Some(&plain), ra, &c), Some(Duration::from_secs(30)));
+        assert_eq!(cooldown_time(Some(&plain), None, &c), Some(Duration::from_secs(5)));
+        assert_eq!(cooldown_time(Some(&plain), None, &c.clone().cooldown_time(Duration::ZERO)), None);
     }
 
     /// LiteLLM 1.100 `deployment_callback_on_failure`: `model_info.cooldown_time` first, then
-    /// `litellm_params.cooldown_time` (where a request's own value lands), then Retry-After
+    /// `litellm_params.cooldown_time`, then Retry-After
     /// (`test_deployment_callback_respects_cooldown_time`, census §3.3 #56).
     #[test]
-    fn model_info_cooldown_time_wins_over_the_request_the_params_and_retry_after() {
+    fn model_info_cooldown_time_wins_over_the_params_and_retry_after() {
         let c = CooldownConfig::default();
         let secs = Duration::from_secs;
         let both = Deployment::builder("g", "m").cooldown_time(secs(9)).info_cooldown_time(secs(42)).build().unwrap();
         let params = Deployment::builder("g", "m").cooldown_time(secs(9)).build().unwrap();
         let ra = Some(secs(30));
-        assert_eq!(cooldown_time(Some(&both), Some(secs(3)), ra, &c), Some(secs(42)));
-        assert_eq!(cooldown_time(Some(&params), Some(secs(3)), ra, &c), Some(secs(3)), "the request beats params");
-        assert_eq!(cooldown_time(Some(&params), None, ra, &c), Some(secs(9)));
+        assert_eq!(cooldown_time(Some(&both), ra, &c), Some(secs(42)));
+        assert_eq!(cooldown_time(Some(&params), ra, &c), Some(secs(9)));
         let never = Deployment::builder("g", "m").cooldown_time(secs(9)).info_cooldown_time(Duration::ZERO).build();
-        assert_eq!(cooldown_time(Some(&never.unwrap()), Some(secs(3)), ra, &c), None, "zero means never");
+        assert_eq!(cooldown_time(Some(&never.unwrap()), ra, &c), None, "zero means never");
     }
 }

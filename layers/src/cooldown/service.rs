@@ -1,4 +1,4 @@
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
 
 use tokio::time::Instant;
 use tower_service::Service;
@@ -50,11 +50,7 @@ struct AttemptFailure {
     deployment: DeploymentId,
     outcome: Outcome,
     status: Option<u16>,
-    retry_after: Option<std::time::Duration>,
-    /// The request's own `cooldown_time` (LiteLLM's per-request override), ranked between the
-    /// deployment's `model_info.cooldown_time` and its `litellm_params.cooldown_time`
-    /// ([`decide::cooldown_time`]). The hook for a per-request value: nothing sets it yet.
-    request_cooldown: Option<std::time::Duration>,
+    retry_after: Option<Duration>,
     message: String,
 }
 
@@ -70,7 +66,6 @@ impl AttemptFailure {
             outcome: e.outcome().unwrap_or(Outcome::Transport),
             status: e.upstream_status().map(|s| s.as_u16()),
             retry_after: e.retry_after(),
-            request_cooldown: None,
             message: e.message().to_owned(),
         })
     }
@@ -83,6 +78,7 @@ async fn on_failure(
     group: &Group,
     failure: AttemptFailure,
     probing: bool,
+    requested: Option<Duration>,
 ) {
     let counts = store.record_outcome(&failure.deployment, false).await;
     let deployment = group.deployments().iter().find(|d| d.id == failure.deployment);
@@ -93,12 +89,17 @@ async fn on_failure(
         decide::rule(config, failure.outcome, failure.status, counts, group.deployments().len())
     };
     let Some(rule) = rule else { return };
-    // The request's own `cooldown_time` (LiteLLM's per-request override) slots in as
-    // `failure.request_cooldown`, between `model_info.cooldown_time` and the deployment's own.
-    let Some(base) =
-        decide::cooldown_time(deployment.map(|d| &**d), failure.request_cooldown, failure.retry_after, config)
-    else {
+    let Some(base) = decide::cooldown_time(deployment.map(|d| &**d), failure.retry_after, config) else {
         return;
+    };
+    // The request's own `cooldown_time` may shorten the bench (zero: none), never lengthen it: a
+    // client could otherwise bench a deployment other callers share for as long as it likes. A
+    // deployment's `model_info.cooldown_time` is not overridden (LiteLLM's precedence).
+    let pinned = deployment.is_some_and(|d| d.info_cooldown_time.is_some());
+    let base = match requested.filter(|_| !pinned) {
+        Some(r) if r.is_zero() => return,
+        Some(r) => base.min(r),
+        None => base,
     };
     let known: Vec<&str> = deployment.and_then(|d| d.api_key.as_ref()).map(|k| k.expose()).into_iter().collect();
     let reason: Arc<str> = redact(&format!("{rule}: {}", failure.message), &known, REASON_MAX).into();
@@ -140,6 +141,7 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
         // its candidates benched) calls the ready inner service directly and needs no boxed future.
         let Some(ctx) = req.route_ctx_mut() else { return ResponseFuture::failed(missing_context()) };
         let stream = ctx.facts().stream;
+        let requested = ctx.facts().cooldown_time;
         if let Err(e) = ctx.resolve_candidates(&self.layer.registry) {
             return ResponseFuture::failed(e.into());
         }
@@ -152,7 +154,7 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Cooldown<S> {
         // nothing to filter.
         let candidates = ctx.candidates.as_ref().expect("resolved");
         if !self.layer.store.may_have_cooldowns_among(candidates.iter().map(|d| &d.id)) {
-            let record = Record { shared: self.layer.clone(), group, claim: None, stream };
+            let record = Record { shared: self.layer.clone(), group, claim: None, stream, requested };
             return ResponseFuture::in_place(self.inner.call(req), Some(record));
         }
         let inner = take_ready(&mut self.inner);
@@ -226,7 +228,8 @@ where
     ctx.candidates = Some(keep.into());
     let probing = claim.id.take();
     let claim = ProbeClaim { store: store.clone(), id: probing };
-    let record = Record { shared: shared.clone(), group, claim: Some(claim), stream };
+    let requested = ctx.facts().cooldown_time;
+    let record = Record { shared: shared.clone(), group, claim: Some(claim), stream, requested };
     let result = inner.call(req).await.map_err(Into::into);
     record.finish(result)
 }
@@ -239,6 +242,8 @@ pub struct Record {
     group: Arc<Group>,
     claim: Option<ProbeClaim>,
     stream: bool,
+    /// The request's `cooldown_time`.
+    requested: Option<Duration>,
 }
 
 impl Record {
@@ -247,7 +252,7 @@ impl Record {
         self,
         result: Result<http::Response<RouteBody>, BoxError>,
     ) -> Result<http::Response<RouteBody>, BoxError> {
-        let Record { shared, group, mut claim, stream } = self;
+        let Record { shared, group, mut claim, stream, requested } = self;
         let store = &shared.store;
         let probing = claim.as_ref().and_then(|c| c.id.clone());
         match result {
@@ -270,7 +275,7 @@ impl Record {
                         // A stream's outcome is known at its end (as LiteLLM logs a stream's success
                         // once it completes): counting a success at the first chunk and a failure
                         // at a cut would make a deployment that cuts every stream look 50% healthy.
-                        watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone());
+                        watch_stream_end(resp.body_mut(), shared.clone(), group.clone(), id.clone(), requested);
                         if !recovered {
                             return Ok(resp);
                         }
@@ -307,7 +312,7 @@ impl Record {
                     // retry layer never picks the failed deployment again in this call).
                     let shared = shared.clone();
                     store.run_bookkeeping(async move {
-                        on_failure(&shared.store, &shared.config, &group, failure, was_probe).await;
+                        on_failure(&shared.store, &shared.config, &group, failure, was_probe, requested).await;
                     });
                 }
                 Err(err)
@@ -325,7 +330,13 @@ impl<F> Then<F> for Record {
 
 /// Counts a stream's outcome when it ends: a success when it completed, a failure of its
 /// deployment when it broke after its first chunk (a client hanging up counts neither).
-fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc<Group>, id: DeploymentId) {
+fn watch_stream_end(
+    body: &mut RouteBody,
+    shared: Arc<CooldownLayer>,
+    group: Arc<Group>,
+    id: DeploymentId,
+    requested: Option<Duration>,
+) {
     body.on_end(move |end| {
         let outcome = match end.kind {
             BodyEndKind::Complete => None,
@@ -343,10 +354,9 @@ fn watch_stream_end(body: &mut RouteBody, shared: Arc<CooldownLayer>, group: Arc
                 outcome,
                 status: None,
                 retry_after: None,
-                request_cooldown: None,
                 message: "stream failed mid-way".into(),
             };
-            on_failure(&shared.store, &shared.config, &group, failure, false).await;
+            on_failure(&shared.store, &shared.config, &group, failure, false, requested).await;
         });
     });
 }

@@ -272,7 +272,12 @@ impl RouteCtx {
     /// excluded ones.
     pub fn resolve_candidates(&mut self, registry: &crate::Registry) -> Result<&mut Candidates, RouteError> {
         if self.group.is_none() {
-            let resolved = registry.resolve(&self.target)?;
+            // `specific_deployment` names the first group's deployments; a fallback hop names a group.
+            let resolved = if self.facts().specific_deployment && self.hop == 0 {
+                registry.resolve_specific(&self.target)?
+            } else {
+                registry.resolve(&self.target)?
+            };
             self.group = Some(resolved.group);
             self.alias = resolved.alias;
         }

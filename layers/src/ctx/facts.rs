@@ -1,7 +1,14 @@
 //! Facts about a request, read once at the edge: the endpoint, the stream flag, tags, limits the
 //! caller set, and the body for checks that read it lazily.
 
-use std::{sync::OnceLock, time::Duration};
+use std::{
+    collections::BTreeMap,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
+
+use super::MockHooks;
+use crate::error_class::{PerErrorClass, Retries};
 
 /// The kind of endpoint a request is for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -83,6 +90,20 @@ pub struct RequestFacts {
     pub fallbacks: Option<Vec<String>>,
     /// Per-request `disable_fallbacks`.
     pub disable_fallbacks: bool,
+    /// Per-request `model_group_retry_policy`: retry policies per group, replacing the configured
+    /// `model_group_retry_policy` for this request (the configured `retry_policy` still applies to
+    /// groups it does not name).
+    pub retry_policies: Option<Arc<BTreeMap<String, PerErrorClass<Retries>>>>,
+    /// Per-request `cooldown_time`: how long a deployment that fails this request is benched,
+    /// when its failure benches it. It may only shorten the configured bench (zero: never bench);
+    /// a request cannot bench a deployment shared with other callers for longer than the
+    /// operator chose.
+    pub cooldown_time: Option<Duration>,
+    /// `specific_deployment: true`: the requested name is a deployment's provider model
+    /// (`litellm_params.model`), and only the deployments with that model serve.
+    pub specific_deployment: bool,
+    /// LiteLLM's testing hooks (`mock_response`, `mock_testing_fallbacks`, ...).
+    pub mock: MockHooks,
     /// Per-request `timeout` (or `request_timeout`): bounds each attempt's whole answer, and a
     /// stream's when no stream timeout is set anywhere; wins over the deployment's and the
     /// router's.
@@ -182,6 +203,30 @@ impl RequestFacts {
     /// Disables fallbacks for this request.
     pub fn disable_fallbacks(mut self, disable: bool) -> Self {
         self.disable_fallbacks = disable;
+        self
+    }
+
+    /// Sets the per-request retry policies per group (see [`RequestFacts::retry_policies`]).
+    pub fn retry_policies(mut self, policies: Option<BTreeMap<String, PerErrorClass<Retries>>>) -> Self {
+        self.retry_policies = policies.map(Arc::new);
+        self
+    }
+
+    /// Sets the per-request cooldown time (see [`RequestFacts::cooldown_time`]).
+    pub fn cooldown_time(mut self, cooldown: Option<Duration>) -> Self {
+        self.cooldown_time = cooldown;
+        self
+    }
+
+    /// Routes by provider model (see [`RequestFacts::specific_deployment`]).
+    pub fn specific_deployment(mut self, specific: bool) -> Self {
+        self.specific_deployment = specific;
+        self
+    }
+
+    /// Sets LiteLLM's testing hooks (see [`MockHooks`]).
+    pub fn mock(mut self, hooks: MockHooks) -> Self {
+        self.mock = hooks;
         self
     }
 

@@ -4,7 +4,7 @@
 //!
 //! One file per concern: `request.rs` the carrier and the copy kept to replay a request,
 //! `facts.rs` what the edge read of the request, `trail.rs` the attempts and the response facts,
-//! `pre_route.rs` what a pre-router decided, `context.rs` the context itself and the state every
+//! `mock.rs` LiteLLM's testing hooks, `pre_route.rs` what a pre-router decided, `context.rs` the context itself and the state every
 //! copy of one request shares.
 //!
 //! ```
@@ -18,12 +18,14 @@
 
 mod context;
 mod facts;
+mod mock;
 mod pre_route;
 mod request;
 mod trail;
 
 pub use context::{CallTrail, RouteCtx};
 pub use facts::{Endpoint, RequestFacts, ResponseOp};
+pub use mock::{MockFailure, MockHooks, MockResponse};
 pub use pre_route::{DimensionScore, PreRouteDecision};
 pub(crate) use request::Replay;
 pub use request::RouteRequest;

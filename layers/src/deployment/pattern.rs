@@ -69,6 +69,24 @@ pub fn pattern_matches(pattern: &str, name: &str) -> bool {
     Pattern::new(pattern).captures(name).is_some()
 }
 
+/// The provider LiteLLM infers for a bare model name (`gpt-4o` is `openai`), from the
+/// [catalog](crate::catalog): the [`Registry`](super::Registry) also tries wildcard patterns
+/// against `{provider}/{name}`, as LiteLLM's pattern router does. `None` for a name that already
+/// starts with its provider or that the catalog does not know.
+///
+/// ```
+/// use switchyard_layers::deployment::inferred_provider;
+/// assert_eq!(inferred_provider("gpt-4o"), Some("openai"));
+/// assert_eq!(inferred_provider("openai/gpt-4o"), None);
+/// assert_eq!(inferred_provider("my-own-model"), None);
+/// ```
+pub fn inferred_provider(name: &str) -> Option<&'static str> {
+    let facts = crate::catalog::lookup(name)?;
+    // `vertex_ai-language-models` and the like are LiteLLM's `vertex_ai`.
+    let provider = facts.provider.strip_prefix("vertex_ai-").map_or(facts.provider, |_| "vertex_ai");
+    (!name.starts_with(&format!("{provider}/"))).then_some(provider)
+}
+
 /// Substitutes captured segments into a provider model's own wildcards, in order. When the
 /// provider model has no wildcard it is used as is; when the counts differ, the requested name is
 /// used whole (LiteLLM's rule).

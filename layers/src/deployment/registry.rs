@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use super::{
     Candidates, Deployment, DeploymentId,
     candidates::Declared,
-    pattern::{Pattern, substitute},
+    pattern::{Pattern, inferred_provider, substitute},
 };
 use crate::RouteError;
 
@@ -124,6 +124,9 @@ struct Snapshot {
     aliases: HashMap<Arc<str>, Alias>,
     /// Wildcard groups, most specific first.
     patterns: Vec<(Pattern, Arc<Group>)>,
+    /// The deployments of each provider model (`litellm_params.model`, wildcard models aside),
+    /// as a group: a request may name a deployment by its provider model.
+    by_model: HashMap<Arc<str>, Arc<Group>>,
 }
 
 impl Snapshot {
@@ -153,7 +156,25 @@ impl Snapshot {
         }
         // Stable: equally specific patterns keep config order.
         patterns.sort_by_key(|p| std::cmp::Reverse(p.0.specificity()));
-        Self { deployments, groups, by_id, aliases, patterns }
+        let by_model = by_provider_model(&deployments);
+        Self { deployments, groups, by_id, aliases, patterns, by_model }
+    }
+
+    /// The first wildcard group matching `name`, its deployments' models substituted.
+    fn pattern_match(&self, name: &str) -> Option<Arc<Group>> {
+        self.patterns.iter().find_map(|(pattern, group)| {
+            let caps = pattern.captures(name)?;
+            let deployments: Vec<Arc<Deployment>> = group
+                .deployments()
+                .iter()
+                .map(|d| {
+                    let mut d = Deployment::clone(d);
+                    d.model = substitute(&d.model, &caps, name).into();
+                    Arc::new(d)
+                })
+                .collect();
+            Some(Arc::new(Group::new(group.name().clone(), deployments.into())))
+        })
     }
 
     fn known_names(&self) -> Vec<String> {
@@ -202,14 +223,34 @@ impl fmt::Display for RegistryError {
 
 impl std::error::Error for RegistryError {}
 
+/// The deployments of each provider model, as groups: named after the deployments' group when
+/// they share one, else after the provider model.
+fn by_provider_model(deployments: &[Arc<Deployment>]) -> HashMap<Arc<str>, Arc<Group>> {
+    let mut by_model: HashMap<Arc<str>, Vec<Arc<Deployment>>> = HashMap::new();
+    for d in deployments.iter().filter(|d| !d.model.contains('*')) {
+        by_model.entry(d.model.clone()).or_default().push(d.clone());
+    }
+    by_model
+        .into_iter()
+        .map(|(model, list)| {
+            let name = match list.split_first() {
+                Some((first, rest)) if rest.iter().all(|d| d.group == first.group) => first.group.clone(),
+                _ => model.clone(),
+            };
+            (model, Arc::new(Group::new(name, list.into())))
+        })
+        .collect()
+}
+
 /// Model groups, aliases and wildcard patterns, resolvable in O(1) and changeable at runtime.
 ///
 /// Reads are lock-free (an atomically swapped snapshot); a change builds a new snapshot and
 /// swaps it in, so requests in flight keep the deployments they resolved and are never blocked.
 ///
-/// Resolution order for a requested name: alias, group, deployment id, then wildcard patterns
-/// (most specific first). Anything else is [`RouteErrorKind::UnknownGroup`](crate::RouteErrorKind)
-/// listing the names that are known.
+/// Resolution order for a requested name: alias, group, deployment id, wildcard patterns (most
+/// specific first; the name, then `{provider}/{name}`), then a deployment's provider model
+/// ([`Registry::resolve`]). Anything else is
+/// [`RouteErrorKind::UnknownGroup`](crate::RouteErrorKind) listing the names that are known.
 pub struct Registry {
     current: ArcSwap<Snapshot>,
     writer: Mutex<()>,
@@ -367,6 +408,11 @@ impl Registry {
     }
 
     /// Resolves a requested name to the group that serves it.
+    ///
+    /// In order: an alias (to its group), a group, a deployment id, a wildcard pattern (the name
+    /// as asked, then `{provider}/{name}` when the catalog knows the name's provider, so `gpt-4o`
+    /// reaches an `openai/*` group, as LiteLLM's pattern router does), and last the deployments
+    /// whose provider model (`litellm_params.model`) is the name.
     pub fn resolve(&self, requested: &str) -> Result<Resolved, RouteError> {
         let snap = self.current.load();
         let (name, alias) = match snap.aliases.get(requested) {
@@ -382,22 +428,43 @@ impl Registry {
             let group = Group::new(d.group.clone(), Arc::from(vec![d.clone()]));
             return Ok(Resolved { group: Arc::new(group), alias, by_id: true });
         }
-        for (pattern, group) in &snap.patterns {
-            if let Some(caps) = pattern.captures(name) {
-                let deployments: Vec<Arc<Deployment>> = group
-                    .deployments()
-                    .iter()
-                    .map(|d| {
-                        let mut d = Deployment::clone(d);
-                        d.model = substitute(&d.model, &caps, name).into();
-                        Arc::new(d)
-                    })
-                    .collect();
-                let group = Group::new(group.name().clone(), deployments.into());
-                return Ok(Resolved { group: Arc::new(group), alias, by_id: false });
+        let prefixed = || {
+            if snap.patterns.is_empty() {
+                return None;
             }
+            let provider = inferred_provider(name)?;
+            snap.pattern_match(&format!("{provider}/{name}"))
+        };
+        if let Some(group) = snap.pattern_match(name).or_else(prefixed) {
+            return Ok(Resolved { group, alias, by_id: false });
+        }
+        if let Some(group) = snap.by_model.get(name) {
+            return Ok(Resolved { group: group.clone(), alias, by_id: false });
         }
         Err(RouteError::unknown_group(requested, snap.known_names()))
+    }
+
+    /// Resolves a request sent with LiteLLM's `specific_deployment: true`: only the deployments
+    /// whose provider model (`litellm_params.model`) is `model` serve it. None is
+    /// [`RouteErrorKind::UnknownGroup`](crate::RouteErrorKind) listing the names that are known.
+    ///
+    /// ```
+    /// use switchyard_layers::{Deployment, Registry};
+    /// let registry = Registry::with_deployments([
+    ///     Deployment::builder("gpt-4o", "azure/gpt-4o-eu").build()?,
+    ///     Deployment::builder("gpt-4o", "openai/gpt-4o").build()?,
+    /// ])?;
+    /// let resolved = registry.resolve_specific("azure/gpt-4o-eu")?;
+    /// assert_eq!(resolved.group.deployments().len(), 1);
+    /// assert!(registry.resolve_specific("gpt-4o").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve_specific(&self, model: &str) -> Result<Resolved, RouteError> {
+        let snap = self.current.load();
+        match snap.by_model.get(model) {
+            Some(group) => Ok(Resolved { group: group.clone(), alias: None, by_id: false }),
+            None => Err(RouteError::unknown_group(model, snap.known_names())),
+        }
     }
 
     /// The group registered under exactly `name` (no alias or pattern resolution).

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::{
     AttemptRecord, BoxError, CallTrail, RouteBody, RouteError, RouteErrorKind, RouteRequest, Served,
-    ctx::Replay,
+    ctx::{MockFailure, Replay},
     future::{Next, Then},
     logsafe::Escaped,
     service::{Inner, Route},
@@ -73,6 +73,9 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Fallback<S> {
         let deadline = ctx.deadline;
         let base_hop = ctx.hop;
         let disabled = ctx.facts().disable_fallbacks;
+        // LiteLLM's `mock_testing_*fallbacks`: the call's first group fails at once (no attempt, no
+        // retry, no cooldown) and the hops are real.
+        let mock = ctx.facts().mock.fallbacks.filter(|_| base_hop == 0).map(|f| mock_failure(f, ctx.target_name()));
         // No table and no per-request list: nothing can take over.
         let nowhere = shared.config.tables.is_empty() && ctx.facts().fallbacks.as_ref().is_none_or(Vec::is_empty);
         let origin = if disabled || nowhere {
@@ -89,11 +92,25 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Fallback<S> {
                 _ => Origin::Fixed { trail: ctx.call_trail(), first: ctx.target_name().clone() },
             }
         };
+        let hops = Hops { spare: self.spare.clone(), origin, deadline, base_hop };
+        if let Some(err) = mock {
+            drop(req);
+            return ResponseFuture::boxed(Box::pin(run(hops, err.into())));
+        }
         // The first group is served by the ready service at once; the hops by clones of the spare.
         let fut = self.inner.call(req);
-        let hops = Hops { spare: self.spare.clone(), origin, deadline, base_hop };
         ResponseFuture::in_place(fut, Some(hops))
     }
+}
+
+/// The error a `mock_testing_*fallbacks` key makes the first group fail with (LiteLLM's
+/// message).
+fn mock_failure(failure: MockFailure, target: &str) -> RouteError {
+    RouteError::new(
+        RouteErrorKind::Upstream,
+        format!("This is a mock exception for model={target}, to trigger a fallback ({})", failure.key()),
+    )
+    .with_outcome(failure.outcome())
 }
 
 /// Why the hops of a call ended.

@@ -64,5 +64,5 @@ mod service;
 
 pub use budget::{RetryBudget, RetryBudgetError};
 pub use layer::{RetryConfig, RetryLayer};
-pub use policy::{RETRY_POLICY_FIELDS, RetryPolicy, RetryPolicyError};
+pub use policy::{DEFAULT_RETRIES_FIELD, RETRY_POLICY_FIELDS, RetryPolicy, RetryPolicyError};
 pub use service::Retry;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-pub use crate::error_class::RETRY_POLICY_FIELDS;
+pub use crate::error_class::{DEFAULT_RETRIES_FIELD, RETRY_POLICY_FIELDS};
 use crate::{
     Outcome,
     error_class::{PerErrorClass, Retries, UnknownPolicyField},
@@ -29,11 +29,12 @@ pub(crate) const JITTER: Duration = Duration::from_millis(750);
 /// context-window or content-policy error retry when the group has a fallback for it.
 ///
 /// Classes are LiteLLM's: a context-window error is a bad request; a content-policy error takes
-/// `content_policy`, else `bad_request` (its parent class in LiteLLM); 5xx, connection failures
-/// and broken transfers take `internal_server_error`. A 404 has no LiteLLM retry field: from a
-/// LiteLLM config `not_found` is never set, and a 404 is not retried (`not_found` set from Rust
-/// lifts that). The retry layer looks failures up without their status, so `service_unavailable`
-/// and `bad_gateway` (allowed-fails fields in LiteLLM) are not read by it.
+/// `content_policy`, else `bad_request` (its parent class in LiteLLM); a 503 takes
+/// `service_unavailable`, a 502 `bad_gateway`, else (and every other 5xx, connection failure and
+/// broken transfer) `internal_server_error`; a 404 takes `not_found` (`NotFoundErrorRetries`,
+/// which lifts the rule that never retries a 404). `default` (`DefaultRetries`) is the count of
+/// a failure whose class has no value of its own: it ranks after the failed deployment's
+/// `num_retries` and before the router's, and it does not lift any status rule.
 ///
 /// ```
 /// use std::collections::BTreeMap;
@@ -45,6 +46,9 @@ pub(crate) const JITTER: Duration = Duration::from_millis(750);
 /// assert_eq!(policy.for_outcome(Outcome::RateLimited), Some(4));
 /// assert_eq!(policy.for_outcome(Outcome::ServerError), None);
 /// assert_eq!(policy.for_outcome(Outcome::NotFound), None);
+/// let newer = BTreeMap::from([("NotFoundErrorRetries".to_owned(), 1), ("DefaultRetries".to_owned(), 3)]);
+/// let policy = RetryPolicy::from_litellm(&newer)?;
+/// assert_eq!((policy.for_outcome(Outcome::NotFound), policy.default), (Some(1), Some(3)));
 /// assert!(RetryPolicy::from_litellm(&BTreeMap::from([("Typo".to_owned(), 1)])).is_err());
 /// # Ok::<(), switchyard_layers::retry::RetryPolicyError>(())
 /// ```
@@ -193,14 +197,17 @@ mod tests {
                 .rate_limit(4)
                 .content_policy(5)
                 .internal_server_error(6)
+                .service_unavailable(7)
+                .bad_gateway(8)
+                .not_found(9)
         );
     }
 
     #[test]
     fn unknown_litellm_name_is_named_in_the_error() {
-        let err = RetryPolicy::from_litellm(&BTreeMap::from([("NotFoundErrorRetries".to_owned(), 1)])).unwrap_err();
-        assert_eq!(err.field(), "NotFoundErrorRetries");
-        assert!(err.to_string().contains("InternalServerErrorRetries"));
+        let err = RetryPolicy::from_litellm(&BTreeMap::from([("NotFoundRetries".to_owned(), 1)])).unwrap_err();
+        assert_eq!(err.field(), "NotFoundRetries");
+        assert!(err.to_string().contains("NotFoundErrorRetries, DefaultRetries"), "{err}");
     }
 
     #[test]

@@ -1,11 +1,11 @@
-use std::{fmt, future::poll_fn, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, fmt, future::poll_fn, sync::Arc, time::Duration};
 
 use rand::{Rng, RngCore, SeedableRng, rngs::SmallRng};
 use tokio::time::{Instant, sleep};
 use tower_service::Service;
 
 use super::{
-    RetryLayer,
+    RetryLayer, RetryPolicy,
     future::ResponseFuture,
     layer::RetrySetup,
     policy::{self, FallbackPresence, NoRetry},
@@ -72,13 +72,19 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Retry<S> {
         if let Some(budget) = &shared.config.budget {
             budget.deposit();
         }
-        if req.route_ctx().is_none() {
+        let Some(ctx) = req.route_ctx() else {
             // Nothing to route by; the lower layers report the missing context.
             return ResponseFuture::in_place(self.inner.call(req), None);
-        }
+        };
+        // LiteLLM's `mock_testing_rate_limit_error`: the group's first attempt is a rate-limit
+        // error no deployment made, and the retries (real attempts) follow as after any 429.
+        let mock = ctx.facts().mock.rate_limit_error.then(|| mock_rate_limit(ctx.target_name()));
         // The replay copy stays pristine as the template of every retry; the first attempt is
         // the request itself.
         let Some(replay) = Replay::of(&req) else {
+            if let Some(err) = mock {
+                return ResponseFuture::failed(err.into());
+            }
             // Not replayable: one attempt with the original.
             let shared = shared.clone();
             let mut inner = take_ready(&mut self.inner);
@@ -87,10 +93,23 @@ impl<S: Inner<R>, R: RouteRequest> Route<R> for Retry<S> {
                 inner.call(req).await.map_err(|e| session.give_up(e.into(), NoRetry::NotReplayable))
             }));
         };
+        if let Some(err) = mock {
+            let spare = self.spare.clone();
+            return ResponseFuture::boxed(Box::pin(retry_in_group(spare, seed, replay, err.into())));
+        }
         // The first attempt goes to the ready service at once; the retries to clones of the spare.
         let fut = self.inner.call(req);
         ResponseFuture::in_place(fut, Some(Retries { spare: self.spare.clone(), seed, replay: Box::new(replay) }))
     }
+}
+
+/// The error of a `mock_testing_rate_limit_error` first attempt (LiteLLM's message).
+fn mock_rate_limit(target: &str) -> RouteError {
+    RouteError::new(
+        RouteErrorKind::Upstream,
+        format!("This is a mock exception for model={target}, to trigger a rate limit error."),
+    )
+    .with_outcome(Outcome::RateLimited)
 }
 
 /// What the retries of a call need once its first attempt failed: the service, the layer's
@@ -217,6 +236,8 @@ struct Session<'a> {
     shared: &'a RetrySetup,
     /// The name the hop routes to (a group or an alias of one).
     target: Arc<str>,
+    /// The name is a provider model (`specific_deployment`).
+    specific: bool,
     /// The resolved group, from the context or resolved on the first failure.
     group: Option<Arc<Group>>,
     /// Exclusions the caller (or an outer layer) made; always kept.
@@ -230,6 +251,8 @@ struct Session<'a> {
     spent_tiers: Vec<DeploymentId>,
     deadline: Option<Instant>,
     request_retries: Option<u32>,
+    /// The request's own `model_group_retry_policy`, replacing the configured one.
+    request_policies: Option<Arc<BTreeMap<String, RetryPolicy>>>,
     fallbacks: FallbackFacts,
     trail: CallTrail,
     rng: SmallRng,
@@ -255,6 +278,7 @@ impl<'a> Session<'a> {
         Self {
             shared,
             target: ctx.target_name().clone(),
+            specific: facts.specific_deployment && ctx.hop == 0,
             group: ctx.group.clone(),
             base_excluded: ctx.excluded.clone(),
             failed: Vec::new(),
@@ -262,6 +286,7 @@ impl<'a> Session<'a> {
             spent_tiers: Vec::new(),
             deadline: ctx.deadline,
             request_retries: facts.num_retries,
+            request_policies: facts.retry_policies.clone(),
             fallbacks: FallbackFacts { hint, per_request: facts.fallbacks.as_ref().map(|f| !f.is_empty()) },
             trail: ctx.call_trail(),
             rng: SmallRng::seed_from_u64(seed),
@@ -276,6 +301,7 @@ impl<'a> Session<'a> {
         // An error without a classification is a broken transfer, as the select layer records it.
         let outcome = route.and_then(RouteError::outcome).unwrap_or(Outcome::Transport);
         let retry_after = route.and_then(RouteError::retry_after);
+        let status = route.and_then(RouteError::upstream_status).map(|s| s.as_u16());
         let failed = route.and_then(RouteError::deployment).cloned();
         // Our own refusals are not upstream failures, and another attempt now meets the same
         // refusal: every deployment cooling down (the cooldown layer's opt-in `wait_for_cooldown`
@@ -294,9 +320,20 @@ impl<'a> Session<'a> {
         let config = &self.shared.config;
 
         let names = [group.name().as_ref(), self.target.as_ref()];
-        let policy_retries = config.policy_for(names).and_then(|p| p.for_outcome(outcome));
+        let policy = match &self.request_policies {
+            Some(map) => names.iter().find_map(|n| map.get(*n)).or(config.retry_policy.as_ref()),
+            None => config.policy_for(names),
+        };
+        let policy_retries = policy.and_then(|p| p.for_failure(outcome, status));
         let deployment_retries = || {
-            let id = failed.as_ref()?;
+            // A failure no deployment made (a mocked one) in a one-deployment group takes that
+            // deployment's count, as LiteLLM reads it.
+            let Some(id) = failed.as_ref() else {
+                return match group.deployments() {
+                    [only] => only.num_retries,
+                    _ => None,
+                };
+            };
             let d = group
                 .deployments()
                 .iter()
@@ -305,7 +342,12 @@ impl<'a> Session<'a> {
                 .or_else(|| self.shared.registry.deployment(id));
             d?.num_retries
         };
-        let max = self.request_retries.or(policy_retries).or_else(deployment_retries).unwrap_or(config.num_retries);
+        let max = self
+            .request_retries
+            .or(policy_retries)
+            .or_else(deployment_retries)
+            .or(policy.and_then(|p| p.default))
+            .unwrap_or(config.num_retries);
 
         let serving = group.candidates();
         let candidates: Vec<DeploymentId> = serving
@@ -398,7 +440,10 @@ impl<'a> Session<'a> {
         if let Some(g) = &self.group {
             return Ok(g.clone());
         }
-        let group = self.shared.registry.resolve(&self.target).map_err(|_| NoRetry::Refusal)?.group;
+        let registry = &self.shared.registry;
+        let resolved =
+            if self.specific { registry.resolve_specific(&self.target) } else { registry.resolve(&self.target) };
+        let group = resolved.map_err(|_| NoRetry::Refusal)?.group;
         self.group = Some(group.clone());
         Ok(group)
     }

@@ -108,7 +108,11 @@ impl fmt::Display for SelectConfigError {
         match self {
             Self::UnknownStrategy { given } => {
                 let valid: Vec<&str> = RoutingStrategy::ALL.iter().map(|(n, _)| *n).collect();
-                write!(f, "unknown routing strategy `{given}`; valid: {}, usage-based-routing-v2", valid.join(", "))
+                write!(
+                    f,
+                    "unknown routing strategy `{given}`; valid: {}, usage-based-routing-v2, provider-budget-routing",
+                    valid.join(", ")
+                )
             }
             Self::EmptyGroupName { index } => write!(f, "routing group #{index} has an empty `group_name`"),
             Self::DuplicateGroupName { name } => write!(f, "routing group name `{name}` is used twice"),
@@ -129,8 +133,12 @@ impl FromStr for RoutingStrategy {
     type Err = SelectConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "usage-based-routing-v2" {
-            return Ok(Self::UsageBased);
+        match s {
+            "usage-based-routing-v2" => return Ok(Self::UsageBased),
+            // LiteLLM 1.100 accepts the name and builds no selector for it: picks are
+            // simple-shuffle's, and the budgets are `provider_budget_config`'s pre-call check.
+            "provider-budget-routing" => return Ok(Self::SimpleShuffle),
+            _ => {}
         }
         Self::ALL
             .iter()
@@ -290,6 +298,13 @@ mod tests {
     #[test]
     fn usage_based_v2_is_accepted() {
         assert_eq!("usage-based-routing-v2".parse::<RoutingStrategy>(), Ok(RoutingStrategy::UsageBased));
+    }
+
+    #[test]
+    fn provider_budget_routing_picks_as_simple_shuffle_as_in_litellm() {
+        assert_eq!("provider-budget-routing".parse::<RoutingStrategy>(), Ok(RoutingStrategy::SimpleShuffle));
+        let err = "nope".parse::<RoutingStrategy>().unwrap_err().to_string();
+        assert!(err.contains("provider-budget-routing"), "{err}");
     }
 
     #[test]

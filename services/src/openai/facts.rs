@@ -1,13 +1,17 @@
 //! [`facts_from_json`]: the routing facts of an OpenAI request body, read once at the edge.
 
-use std::{fmt, time::Duration};
+use std::{collections::BTreeMap, fmt, time::Duration};
 
 use serde::{
     Deserialize, Deserializer,
     de::{self, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor},
 };
-use serde_json::{Number, error::Category};
-use switchyard_layers::{RequestFacts, RouteError, RouteErrorKind, ctx::Endpoint};
+use serde_json::{Number, error::Category, value::RawValue};
+use switchyard_layers::{
+    RequestFacts, RouteError, RouteErrorKind,
+    ctx::{Endpoint, MockFailure, MockHooks, MockResponse},
+    retry::RetryPolicy,
+};
 
 /// Request parameters that, when present and not `null`, the serving deployment must support;
 /// [`facts_from_json`] lists the ones a request uses in [`RequestFacts::required_params`].
@@ -54,7 +58,7 @@ pub(crate) fn client_credential_message(field: &str) -> String {
 /// parse, in a fixed order (every syntax error, duplicate key and client credential is found
 /// first, wherever it is in the body).
 #[derive(Deserialize)]
-struct Probe {
+struct Probe<'a> {
     #[serde(default)]
     model: Option<Shallow>,
     #[serde(default)]
@@ -82,9 +86,30 @@ struct Probe {
     #[serde(default)]
     num_retries: Option<Shallow>,
     #[serde(default)]
-    fallbacks: Option<List>,
+    fallbacks: Option<FallbackList>,
     #[serde(default)]
     disable_fallbacks: Option<Shallow>,
+    // LiteLLM's per-request retry policies and cooldown.
+    #[serde(default)]
+    model_group_retry_policy: Option<PolicyProbe>,
+    #[serde(default)]
+    cooldown_time: Option<Shallow>,
+    #[serde(default)]
+    specific_deployment: Option<Shallow>,
+    // LiteLLM's testing hooks. `mock_response` is kept as its raw text (a string or the whole
+    // answer as an object), borrowed from the body.
+    #[serde(default, borrow)]
+    mock_response: Option<&'a RawValue>,
+    #[serde(default)]
+    mock_timeout: Option<Shallow>,
+    #[serde(default)]
+    mock_testing_fallbacks: Option<Shallow>,
+    #[serde(default)]
+    mock_testing_context_fallbacks: Option<Shallow>,
+    #[serde(default)]
+    mock_testing_content_policy_fallbacks: Option<Shallow>,
+    #[serde(default)]
+    mock_testing_rate_limit_error: Option<Shallow>,
     // LiteLLM's per-request timeouts, in seconds: `timeout` (or `request_timeout`) and
     // `stream_timeout`.
     #[serde(default)]
@@ -112,6 +137,19 @@ struct Metadata {
     // The quality pre-router's per-request minimum tier (Switchyard's).
     #[serde(default)]
     min_quality_tier: Option<Shallow>,
+    // The per-request overrides, also read from `metadata` (the top-level key wins).
+    #[serde(default)]
+    num_retries: Option<Shallow>,
+    #[serde(default)]
+    timeout: Option<Shallow>,
+    #[serde(default)]
+    request_timeout: Option<Shallow>,
+    #[serde(default)]
+    stream_timeout: Option<Shallow>,
+    #[serde(default)]
+    cooldown_time: Option<Shallow>,
+    #[serde(default)]
+    model_group_retry_policy: Option<PolicyProbe>,
 }
 
 /// A JSON value read only as far as the probe needs it: a scalar is kept, a container is
@@ -168,7 +206,7 @@ impl<'de> Deserialize<'de> for Shallow {
     }
 }
 
-/// A [`Shallow`] whose array of strings is kept (tags, fallbacks).
+/// A [`Shallow`] whose array of strings is kept (tags, a fallback entry's groups).
 struct List(Shallow);
 
 impl<'de> Deserialize<'de> for List {
@@ -236,6 +274,275 @@ impl<'de, const LIST: bool> Visitor<'de> for ShallowVisitor<LIST> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shallow, A::Error> {
         while map.next_entry::<Skip, Skip>()?.is_some() {}
         Ok(Shallow::Map)
+    }
+}
+
+/// `fallbacks` as LiteLLM takes it per request: a list of group names, of `{"model": group}`
+/// parameter dicts, or of router-style `{group: [fallback groups]}` entries. An element of any
+/// other shape ends the reading (the rest is skipped) and is refused after the parse.
+struct FallbackList(Shallow, Vec<FallbackItem>);
+
+/// One element of a `fallbacks` list.
+enum FallbackItem {
+    /// `"gpt-4o-mini"`.
+    Group(String),
+    /// `{"model": "gpt-4o-mini"}`.
+    Model(String),
+    /// `{"gpt-4o": ["gpt-4o-mini"]}`.
+    Table(String, Vec<String>),
+    /// A dict with this other key (a per-fallback parameter override), or a `model` that is not a
+    /// string (then the key is `model`).
+    Override(String),
+}
+
+impl<'de> Deserialize<'de> for FallbackList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(FallbackListVisitor)
+    }
+}
+
+struct FallbackListVisitor;
+
+impl<'de> Visitor<'de> for FallbackListVisitor {
+    type Value = FallbackList;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::Null, Vec::new()))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::Bool(v), Vec::new()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::U64(v), Vec::new()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::I64(v), Vec::new()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::F64(v), Vec::new()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<FallbackList, E> {
+        Ok(FallbackList(Shallow::Str(v.to_owned()), Vec::new()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FallbackList, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(FallbackList(Shallow::Map, Vec::new()))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<FallbackList, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Element>()? {
+            match item {
+                Element::Item(item) => items.push(item),
+                Element::Bad(other) => {
+                    while seq.next_element::<Skip>()?.is_some() {}
+                    return Ok(FallbackList(Shallow::BadItem(Box::new(other)), items));
+                }
+            }
+        }
+        Ok(FallbackList(Shallow::Seq, items))
+    }
+}
+
+/// One element of `fallbacks` as read: an item, or a value of another shape.
+enum Element {
+    Item(FallbackItem),
+    Bad(Shallow),
+}
+
+impl<'de> Deserialize<'de> for Element {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ElementVisitor)
+    }
+}
+
+struct ElementVisitor;
+
+impl<'de> Visitor<'de> for ElementVisitor {
+    type Value = Element;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Element, E> {
+        Ok(Element::Bad(Shallow::Null))
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Element, E> {
+        Ok(Element::Bad(Shallow::Bool(v)))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Element, E> {
+        Ok(Element::Bad(Shallow::U64(v)))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Element, E> {
+        Ok(Element::Bad(Shallow::I64(v)))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Element, E> {
+        Ok(Element::Bad(Shallow::F64(v)))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Element, E> {
+        Ok(Element::Item(FallbackItem::Group(v.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Element, E> {
+        Ok(Element::Item(FallbackItem::Group(v)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Element, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Element::Bad(Shallow::Seq))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Element, A::Error> {
+        // The first key decides; the rest of a dict that is not one of the two forms is skipped.
+        let mut item: Option<FallbackItem> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if item.is_some() {
+                map.next_value::<Skip>()?;
+                item = match item {
+                    // A parameter next to `model` (or a second group) is an override.
+                    Some(FallbackItem::Model(_) | FallbackItem::Table(..)) => Some(FallbackItem::Override(key)),
+                    other => other,
+                };
+                continue;
+            }
+            let value = map.next_value::<List>()?.0;
+            item = Some(match (key.as_str(), value) {
+                ("model", Shallow::Str(group)) => FallbackItem::Model(group),
+                (_, Shallow::Strings(groups)) if key != "model" => FallbackItem::Table(key, groups),
+                _ => FallbackItem::Override(key),
+            });
+        }
+        Ok(match item {
+            Some(item) => Element::Item(item),
+            None => Element::Bad(Shallow::Map),
+        })
+    }
+}
+
+/// `model_group_retry_policy`: `{group: {"RateLimitErrorRetries": n, ...}}`, read as it is
+/// parsed (nothing is built for a value of the wrong shape); the first problem is kept as the
+/// message to refuse it with, and checked after the parse.
+struct PolicyProbe(Result<BTreeMap<String, BTreeMap<String, u32>>, String>);
+
+impl<'de> Deserialize<'de> for PolicyProbe {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(PolicyVisitor(None))
+    }
+}
+
+/// Reads the groups (`None`) or one group's fields (`Some(group)`).
+struct PolicyVisitor(Option<String>);
+
+impl PolicyVisitor {
+    fn wrong(&self, kind: &str) -> PolicyProbe {
+        PolicyProbe(Err(match &self.0 {
+            None => format!("must be a mapping of model groups to retry policies, got {kind}"),
+            Some(group) => format!("`{group}` must be a retry policy (`{{\"RateLimitErrorRetries\": 2}}`), got {kind}"),
+        }))
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for PolicyVisitor {
+    type Value = PolicyProbe;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<PolicyProbe, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PolicyVisitor {
+    type Value = PolicyProbe;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<PolicyProbe, E> {
+        Ok(match self.0 {
+            None => PolicyProbe(Ok(BTreeMap::new())),
+            Some(_) => self.wrong("null"),
+        })
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<PolicyProbe, E> {
+        Ok(self.wrong(&Shallow::Bool(v).kind()))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<PolicyProbe, E> {
+        Ok(self.wrong(&Shallow::U64(v).kind()))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<PolicyProbe, E> {
+        Ok(self.wrong(&Shallow::I64(v).kind()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<PolicyProbe, E> {
+        Ok(self.wrong(&Shallow::F64(v).kind()))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<PolicyProbe, E> {
+        Ok(self.wrong("a string"))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PolicyProbe, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(self.wrong("sequence"))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PolicyProbe, A::Error> {
+        let mut out: Result<BTreeMap<String, BTreeMap<String, u32>>, String> = Ok(BTreeMap::new());
+        let mut fields: Result<BTreeMap<String, u32>, String> = Ok(BTreeMap::new());
+        while let Some(key) = map.next_key::<String>()? {
+            match &self.0 {
+                // The groups: each value is a policy.
+                None => {
+                    let policy = map.next_value_seed(PolicyVisitor(Some(key.clone())))?;
+                    match (&mut out, policy.0) {
+                        (Ok(groups), Ok(one)) => groups.extend(one),
+                        (Ok(_), Err(e)) => out = Err(e),
+                        (Err(_), _) => {}
+                    }
+                }
+                // One policy: each value a count.
+                Some(group) => {
+                    let value = map.next_value::<Shallow>()?;
+                    if let Ok(f) = &mut fields {
+                        match value {
+                            Shallow::U64(n) if n <= u64::from(u32::MAX) => {
+                                f.insert(key, n as u32);
+                            }
+                            Shallow::Null => {}
+                            other => {
+                                fields = Err(format!(
+                                    "`{group}.{key}` must be a non-negative integer, got {}",
+                                    other.number().map_or_else(|| other.kind(), |n| n.to_string())
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(match self.0 {
+            None => PolicyProbe(out),
+            Some(group) => PolicyProbe(fields.map(|f| BTreeMap::from([(group, f)]))),
+        })
     }
 }
 
@@ -457,9 +764,19 @@ impl<'de> Visitor<'de> for Images {
 ///   [`RequestFacts::images`] when a message's `content` has an image part (`"type": "image_url"`
 ///   or an `image_url` key), read without building `messages`;
 /// - routing overrides (LiteLLM request keys): `num_retries` (a non-negative integer),
-///   `fallbacks` (a list of group names), `disable_fallbacks` (a boolean);
+///   `fallbacks` (a list of group names, of `{"model": group}` dicts, or of router-style
+///   `{group: [groups]}` entries, of which the requested model's, else `*`'s, is the list),
+///   `disable_fallbacks` (a boolean), `model_group_retry_policy` (`{group: {"RateLimitErrorRetries":
+///   n, ...}}`), `cooldown_time` (seconds >= 0), `specific_deployment` (a boolean);
 /// - per-request timeouts (LiteLLM request keys, seconds, a positive number): `timeout` (else
-///   `request_timeout`) and `stream_timeout`, which win over the deployment's and the router's;
+///   `request_timeout`) and `stream_timeout`, which may shorten the deployment's and the
+///   router's;
+/// - `num_retries`, the timeouts, `cooldown_time` and `model_group_retry_policy` are also read
+///   from `metadata` (the top-level key wins);
+/// - LiteLLM's testing hooks ([`MockHooks`]): `mock_response` (a string or an object),
+///   `mock_timeout` (a boolean), `mock_testing_fallbacks`, `mock_testing_context_fallbacks`,
+///   `mock_testing_content_policy_fallbacks` and `mock_testing_rate_limit_error` (booleans, or
+///   `"true"` / `"false"` as LiteLLM's `str_to_bool` reads them);
 /// - no client-side credentials: a top-level [`CLIENT_CREDENTIAL_KEYS`] entry that is not `null`
 ///   is refused, however its name is escaped.
 ///
@@ -513,7 +830,7 @@ pub(crate) fn read_facts(body: &[u8], endpoint: Endpoint) -> Result<(String, Req
         serde_json::from_slice::<IgnoredAny>(body).map_err(not_json).map_err(FactsError::Invalid)?;
         return Err(FactsError::Invalid(invalid("request body must be a JSON object")));
     }
-    let probe: Probe = serde_json::from_slice(body)
+    let probe: Probe<'_> = serde_json::from_slice(body)
         .map_err(|e| match e.classify() {
             Category::Data => invalid(format!("invalid request body: {e}")),
             Category::Io | Category::Syntax | Category::Eof => not_json(e),
@@ -527,7 +844,7 @@ pub(crate) fn read_facts(body: &[u8], endpoint: Endpoint) -> Result<(String, Req
 }
 
 /// The facts of a parsed body, or the first malformed routing key.
-fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
+fn checked(probe: Probe<'_>, endpoint: Endpoint) -> Result<(String, RequestFacts), RouteError> {
     let model = match probe.model {
         Some(Shallow::Str(m)) if !m.trim().is_empty() => m,
         Some(Shallow::Str(_)) => return Err(invalid("`model` is empty")),
@@ -535,9 +852,19 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         Some(other) => return Err(invalid(format!("`model` must be a string, got {}", other.kind()))),
     };
     let stream = read_bool(probe.stream, "stream")?;
-    let (meta_tags, session, min_quality_tier) = match probe.metadata {
-        Some(m) => (m.tags, m.session_id, m.min_quality_tier),
-        None => (None, None, None),
+    let (meta_tags, session, min_quality_tier, meta) = match probe.metadata {
+        Some(m) => {
+            let overrides = MetaOverrides {
+                num_retries: m.num_retries,
+                timeout: m.timeout,
+                request_timeout: m.request_timeout,
+                stream_timeout: m.stream_timeout,
+                cooldown_time: m.cooldown_time,
+                model_group_retry_policy: m.model_group_retry_policy,
+            };
+            (m.tags, m.session_id, m.min_quality_tier, overrides)
+        }
+        None => (None, None, None, MetaOverrides::default()),
     };
     let tags = match meta_tags.filter(|t| !matches!(t.0, Shallow::Null)) {
         Some(t) => read_tags(t.0, "metadata.tags")?,
@@ -562,25 +889,11 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         },
     };
 
-    let num_retries = match probe.num_retries {
-        None | Some(Shallow::Null) => None,
-        Some(Shallow::U64(v)) => match u32::try_from(v) {
-            Ok(v) => Some(v),
-            Err(_) => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {v}"))),
-        },
-        Some(other) => match other.number() {
-            Some(n) => return Err(invalid(format!("`num_retries` must be a non-negative integer, got {n}"))),
-            None => return Err(invalid(format!("`num_retries` must be an integer, got {}", other.kind()))),
-        },
-    };
-    let fallbacks = match probe.fallbacks.map(|l| l.0) {
-        None | Some(Shallow::Null) => None,
-        Some(Shallow::Strings(items)) => Some(items),
-        Some(Shallow::BadItem(item)) => {
-            return Err(invalid(format!("`fallbacks` must hold group names, got {}", item.kind())));
-        }
-        Some(other) => return Err(invalid(format!("`fallbacks` must be a list, got {}", other.kind()))),
-    };
+    // The top-level key wins over the one in `metadata`; both are checked.
+    let num_retries = read_count(probe.num_retries, "num_retries")?;
+    let meta_retries = read_count(meta.num_retries, "metadata.num_retries")?;
+    let num_retries = num_retries.or(meta_retries);
+    let fallbacks = read_fallbacks(probe.fallbacks, &model)?;
     let disable_fallbacks = read_bool(probe.disable_fallbacks, "disable_fallbacks")?;
     let min_quality_tier = match min_quality_tier {
         None | Some(Shallow::Null) => None,
@@ -607,6 +920,36 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
     let timeout = read_seconds(probe.timeout, "timeout")?;
     let request_timeout = read_seconds(probe.request_timeout, "request_timeout")?;
     let stream_timeout = read_seconds(probe.stream_timeout, "stream_timeout")?;
+    let meta_timeout = read_seconds(meta.timeout, "metadata.timeout")?;
+    let meta_request_timeout = read_seconds(meta.request_timeout, "metadata.request_timeout")?;
+    let meta_stream_timeout = read_seconds(meta.stream_timeout, "metadata.stream_timeout")?;
+    let timeout = timeout.or(request_timeout).or(meta_timeout).or(meta_request_timeout);
+    let stream_timeout = stream_timeout.or(meta_stream_timeout);
+    let cooldown_time = read_cooldown(probe.cooldown_time, "cooldown_time")?;
+    let cooldown_time = cooldown_time.or(read_cooldown(meta.cooldown_time, "metadata.cooldown_time")?);
+    let policies = read_policies(probe.model_group_retry_policy, "model_group_retry_policy")?;
+    let policies = match policies {
+        Some(p) => Some(p),
+        None => read_policies(meta.model_group_retry_policy, "metadata.model_group_retry_policy")?,
+    };
+    let specific_deployment = read_bool(probe.specific_deployment, "specific_deployment")?;
+    let mut mock = MockHooks::default()
+        .rate_limit_error(read_flag(probe.mock_testing_rate_limit_error, "mock_testing_rate_limit_error")?)
+        .timeout(read_bool(probe.mock_timeout, "mock_timeout")?);
+    // LiteLLM checks the three in this order and raises the first that is set.
+    let failures = [
+        (probe.mock_testing_fallbacks, MockFailure::General),
+        (probe.mock_testing_context_fallbacks, MockFailure::ContextWindow),
+        (probe.mock_testing_content_policy_fallbacks, MockFailure::ContentPolicy),
+    ];
+    for (value, failure) in failures {
+        if read_flag(value, failure.key())? && mock.fallbacks.is_none() {
+            mock = mock.fail_first_group(failure);
+        }
+    }
+    if let Some(response) = read_mock_response(probe.mock_response)? {
+        mock = mock.respond(response);
+    }
 
     let mut facts = RequestFacts::new()
         .endpoint(endpoint)
@@ -617,9 +960,13 @@ fn checked(probe: Probe, endpoint: Endpoint) -> Result<(String, RequestFacts), R
         .num_retries(num_retries)
         .fallbacks(fallbacks)
         .disable_fallbacks(disable_fallbacks)
-        .timeout(timeout.or(request_timeout))
+        .timeout(timeout)
         .stream_timeout(stream_timeout)
-        .min_quality_tier(min_quality_tier);
+        .min_quality_tier(min_quality_tier)
+        .cooldown_time(cooldown_time)
+        .retry_policies(policies)
+        .specific_deployment(specific_deployment)
+        .mock(mock);
     facts.tools = probe.tools.is_some();
     facts.images = probe.messages.is_some_and(|m| m.images) || probe.input.is_some_and(|m| m.images);
     facts.previous_response = match probe.previous_response_id {
@@ -642,6 +989,132 @@ fn read_bool(value: Option<Shallow>, field: &str) -> Result<bool, RouteError> {
         Some(Shallow::Bool(b)) => Ok(b),
         Some(other) => Err(invalid(format!("`{field}` must be a boolean, got {}", other.kind()))),
     }
+}
+
+/// The overrides LiteLLM also takes from `metadata`.
+#[derive(Default)]
+struct MetaOverrides {
+    num_retries: Option<Shallow>,
+    timeout: Option<Shallow>,
+    request_timeout: Option<Shallow>,
+    stream_timeout: Option<Shallow>,
+    cooldown_time: Option<Shallow>,
+    model_group_retry_policy: Option<PolicyProbe>,
+}
+
+/// A retry count: a non-negative integer that fits a `u32`.
+fn read_count(value: Option<Shallow>, field: &str) -> Result<Option<u32>, RouteError> {
+    match value {
+        None | Some(Shallow::Null) => Ok(None),
+        Some(Shallow::U64(v)) => match u32::try_from(v) {
+            Ok(v) => Ok(Some(v)),
+            Err(_) => Err(invalid(format!("`{field}` must be a non-negative integer, got {v}"))),
+        },
+        Some(other) => match other.number() {
+            Some(n) => Err(invalid(format!("`{field}` must be a non-negative integer, got {n}"))),
+            None => Err(invalid(format!("`{field}` must be an integer, got {}", other.kind()))),
+        },
+    }
+}
+
+/// A LiteLLM testing flag: a boolean, or the strings `"true"` / `"false"` (LiteLLM's
+/// `str_to_bool`, any case).
+fn read_flag(value: Option<Shallow>, field: &str) -> Result<bool, RouteError> {
+    match value {
+        Some(Shallow::Str(s)) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Some(Shallow::Str(s)) if s.eq_ignore_ascii_case("false") => Ok(false),
+        other => read_bool(other, field),
+    }
+}
+
+/// `cooldown_time`: seconds, zero allowed (never bench).
+fn read_cooldown(value: Option<Shallow>, field: &str) -> Result<Option<Duration>, RouteError> {
+    let seconds = match &value {
+        None | Some(Shallow::Null) => return Ok(None),
+        Some(Shallow::U64(u)) => *u as f64,
+        Some(Shallow::F64(f)) => *f,
+        Some(_) => f64::NAN,
+    };
+    Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
+        let kind = value.as_ref().map_or_else(String::new, Shallow::kind);
+        invalid(format!("`{field}` must be a number of seconds >= 0, got {kind}"))
+    })
+}
+
+/// `model_group_retry_policy`: each group's policy read with LiteLLM's field names.
+fn read_policies(value: Option<PolicyProbe>, field: &str) -> Result<Option<BTreeMap<String, RetryPolicy>>, RouteError> {
+    let Some(PolicyProbe(groups)) = value else { return Ok(None) };
+    let groups = groups.map_err(|e| invalid(format!("`{field}` {e}")))?;
+    let mut out = BTreeMap::new();
+    for (group, fields) in groups {
+        let policy = RetryPolicy::from_litellm(&fields).map_err(|e| invalid(format!("`{field}.{group}`: {e}")))?;
+        out.insert(group, policy);
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// `mock_response`: a string (the content, or one of LiteLLM's error strings) or an object (the
+/// whole answer).
+fn read_mock_response(raw: Option<&RawValue>) -> Result<Option<MockResponse>, RouteError> {
+    let Some(raw) = raw else { return Ok(None) };
+    let text = raw.get();
+    match text.trim_start().as_bytes().first() {
+        Some(b'"') => {
+            let content: String =
+                serde_json::from_str(text).map_err(|e| invalid(format!("`mock_response` is not a string: {e}")))?;
+            Ok(Some(MockResponse::Text(content)))
+        }
+        Some(b'{') => Ok(Some(MockResponse::Object(bytes::Bytes::copy_from_slice(text.as_bytes())))),
+        Some(b'n') => Ok(None),
+        _ => Err(invalid("`mock_response` must be a string (the answer's content) or an object (the whole answer)")),
+    }
+}
+
+/// Per-request `fallbacks`: group names, `{"model": group}` dicts, or router-style
+/// `{group: [groups]}` entries (the entry for the requested `model`, else `*`, is the list).
+fn read_fallbacks(value: Option<FallbackList>, model: &str) -> Result<Option<Vec<String>>, RouteError> {
+    let Some(FallbackList(shape, items)) = value else { return Ok(None) };
+    match shape {
+        Shallow::Null => return Ok(None),
+        Shallow::Seq => {}
+        Shallow::BadItem(item) => {
+            return Err(invalid(format!(
+                "`fallbacks` must hold group names, got {} (an entry is `\"<group>\"`, `{{\"model\": \"<group>\"}}` \
+                 or `{{<group>: [<groups>]}}`)",
+                item.kind()
+            )));
+        }
+        other => return Err(invalid(format!("`fallbacks` must be a list, got {}", other.kind()))),
+    }
+    let mut groups = Vec::new();
+    let mut table: Option<Vec<String>> = None;
+    let mut default: Option<Vec<String>> = None;
+    let mut tables = false;
+    for (i, item) in items.into_iter().enumerate() {
+        match item {
+            FallbackItem::Group(g) | FallbackItem::Model(g) => groups.push(g),
+            FallbackItem::Table(key, targets) => {
+                tables = true;
+                // The first entry for a group wins, as in a config's table.
+                if key == model && table.is_none() {
+                    table = Some(targets);
+                } else if key == "*" && default.is_none() {
+                    default = Some(targets);
+                }
+            }
+            FallbackItem::Override(key) => {
+                return Err(invalid(format!(
+                    "`fallbacks[{i}].{key}`: a fallback names a model group only (`\"<group>\"` or \
+                     `{{\"model\": \"<group>\"}}`, or `{{<group>: [<groups>]}}`); per-fallback parameters are not \
+                     supported"
+                )));
+            }
+        }
+    }
+    if tables && !groups.is_empty() {
+        return Err(invalid("`fallbacks` mixes group names with `{<group>: [<groups>]}` entries; use one form"));
+    }
+    Ok(Some(if tables { table.or(default).unwrap_or_default() } else { groups }))
 }
 
 fn read_tags(value: Shallow, field: &str) -> Result<Vec<String>, RouteError> {
@@ -777,6 +1250,79 @@ mod tests {
             facts_from_json(br#"{"model":"m","metadata":{"session_id":1.5,"tags":null},"tags":"t"}"#, Endpoint::Chat)
                 .expect("valid");
         assert_eq!((facts.session.as_deref(), &facts.tags[..]), (Some("1.5"), &["t".to_owned()][..]));
+    }
+
+    #[test]
+    fn per_request_fallbacks_are_names_model_dicts_or_router_entries() {
+        let fallbacks = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.fallbacks;
+        let list = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>());
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":["a","b"]}"#), list(&["a", "b"]));
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":[{"model":"a"},"b"]}"#), list(&["a", "b"]));
+        assert_eq!(
+            fallbacks(br#"{"model":"g","fallbacks":[{"x":["c"]},{"g":["a","b"]},{"*":["d"]}]}"#),
+            list(&["a", "b"])
+        );
+        assert_eq!(fallbacks(br#"{"model":"h","fallbacks":[{"g":["a"]},{"*":["d"]}]}"#), list(&["d"]));
+        assert_eq!(fallbacks(br#"{"model":"h","fallbacks":[{"g":["a"]}]}"#), list(&[]));
+        assert_eq!(fallbacks(br#"{"model":"g","fallbacks":null}"#), None);
+        assert!(err(br#"{"model":"g","fallbacks":[{"model":"a","messages":[]}]}"#).contains("`fallbacks[0].messages`"));
+        assert!(err(br#"{"model":"g","fallbacks":["a",{"temperature":1}]}"#).contains("`fallbacks[1].temperature`"));
+        assert!(err(br#"{"model":"g","fallbacks":[{"model":5}]}"#).contains("`fallbacks[0].model`"));
+        assert!(err(br#"{"model":"g","fallbacks":["a",{"g":["b"]}]}"#).contains("mixes"));
+        assert!(err(br#"{"model":"g","fallbacks":[{}]}"#).contains("must hold group names, got map"));
+    }
+
+    #[test]
+    fn overrides_are_read_from_the_body_then_from_metadata() {
+        let facts = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1;
+        let f =
+            facts(br#"{"model":"g","metadata":{"num_retries":1,"timeout":9,"stream_timeout":3,"cooldown_time":0}}"#);
+        assert_eq!(
+            (f.num_retries, f.timeout, f.stream_timeout),
+            (Some(1), Some(Duration::from_secs(9)), Some(Duration::from_secs(3)))
+        );
+        assert_eq!(f.cooldown_time, Some(Duration::ZERO));
+        let f = facts(
+            br#"{"model":"g","num_retries":4,"cooldown_time":2.5,"metadata":{"num_retries":1,"cooldown_time":0}}"#,
+        );
+        assert_eq!((f.num_retries, f.cooldown_time), (Some(4), Some(Duration::from_millis(2500))));
+        let f =
+            facts(br#"{"model":"g","model_group_retry_policy":{"g":{"RateLimitErrorRetries":1,"DefaultRetries":2}}}"#);
+        let policies = f.retry_policies.expect("read");
+        assert_eq!((policies["g"].rate_limit, policies["g"].default), (Some(1), Some(2)));
+        let f = facts(br#"{"model":"g","metadata":{"model_group_retry_policy":{"g":{"TimeoutErrorRetries":0}}}}"#);
+        assert_eq!(f.retry_policies.expect("read")["g"].timeout, Some(0));
+        assert!(facts(br#"{"model":"g","specific_deployment":true}"#).specific_deployment);
+        assert!(
+            err(br#"{"model":"g","cooldown_time":"1"}"#).contains("`cooldown_time` must be a number of seconds >= 0")
+        );
+        assert!(
+            err(br#"{"model":"g","model_group_retry_policy":{"g":{"Nope":1}}}"#)
+                .contains("`model_group_retry_policy.g`")
+        );
+        assert!(err(br#"{"model":"g","model_group_retry_policy":{"g":1}}"#).contains("`g` must be a retry policy"));
+    }
+
+    #[test]
+    fn litellms_testing_hooks_are_read() {
+        let mock = |body: &[u8]| facts_from_json(body, Endpoint::Chat).expect("valid").1.mock;
+        assert!(mock(br#"{"model":"g"}"#).is_empty());
+        let m = mock(br#"{"model":"g","mock_response":"hi \"there\"","mock_timeout":true}"#);
+        assert_eq!(m.response, Some(MockResponse::Text("hi \"there\"".to_owned())));
+        assert!(m.timeout);
+        let m = mock(br#"{"model":"g","mock_response":{"choices":[]}}"#);
+        assert_eq!(m.response, Some(MockResponse::Object(bytes::Bytes::from_static(br#"{"choices":[]}"#))));
+        let m = mock(
+            br#"{"model":"g","mock_testing_content_policy_fallbacks":"TRUE","mock_testing_context_fallbacks":true}"#,
+        );
+        assert_eq!(m.fallbacks, Some(MockFailure::ContextWindow), "LiteLLM's order: context before content policy");
+        let m = mock(br#"{"model":"g","mock_testing_fallbacks":"false","mock_testing_rate_limit_error":"true"}"#);
+        assert_eq!((m.fallbacks, m.rate_limit_error), (None, true));
+        assert!(
+            err(br#"{"model":"g","mock_testing_fallbacks":"maybe"}"#)
+                .contains("`mock_testing_fallbacks` must be a boolean")
+        );
+        assert!(err(br#"{"model":"g","mock_response":[1]}"#).contains("`mock_response` must be a string"));
     }
 
     #[test]

@@ -64,6 +64,7 @@ mod config;
 mod error;
 mod headers;
 mod members;
+mod mocked;
 mod request;
 mod response;
 mod service;
@@ -81,7 +82,7 @@ pub use config::{
 pub use error::ProviderError;
 pub use request::{
     ANTHROPIC_DEFAULT_MAX_TOKENS, AZURE_DEFAULT_API_VERSION, AZURE_RESPONSES_API_VERSION, CLIENT_PARAMS,
-    CONNECTION_HEADERS, FORWARDED_HEADERS, ROUTING_KEYS, has_token_counter,
+    CONNECTION_HEADERS, FORWARDED_HEADERS, METADATA_ROUTING_KEYS, ROUTING_KEYS, has_token_counter,
 };
 pub use service::HttpProvider;
 pub use transport::HttpsTransport;

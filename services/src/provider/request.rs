@@ -21,7 +21,8 @@ use super::{
 };
 
 /// Request-body keys removed before the body goes upstream: the ones that steer Switchyard (or
-/// LiteLLM's router) and mean nothing to a provider (the per-request timeouts among them), and
+/// LiteLLM's router) and mean nothing to a provider (the per-request timeouts, retry and
+/// cooldown overrides, and LiteLLM's testing hooks among them), and
 /// LiteLLM's client-side credential keys
 /// (`api_key`, `api_base`, `base_url`, `api_version`), so a client can neither redirect an
 /// attempt nor have its own credentials sent on.
@@ -37,10 +38,33 @@ pub const ROUTING_KEYS: &[&str] = &[
     "timeout",
     "request_timeout",
     "stream_timeout",
+    "cooldown_time",
+    "model_group_retry_policy",
+    "specific_deployment",
+    "mock_response",
+    "mock_timeout",
+    "mock_testing_fallbacks",
+    "mock_testing_context_fallbacks",
+    "mock_testing_content_policy_fallbacks",
+    "mock_testing_rate_limit_error",
     "api_key",
     "api_base",
     "base_url",
     "api_version",
+];
+
+/// The `metadata` entries Switchyard reads (tags, the session, and the per-request overrides
+/// LiteLLM also takes from `metadata`): removed from a passed-through `metadata` (the whole
+/// `metadata` member is removed from a translated body).
+pub const METADATA_ROUTING_KEYS: &[&str] = &[
+    "tags",
+    "session_id",
+    "num_retries",
+    "timeout",
+    "request_timeout",
+    "stream_timeout",
+    "cooldown_time",
+    "model_group_retry_policy",
 ];
 
 /// Inbound headers forwarded upstream, each with its first value only; every other inbound
@@ -75,6 +99,7 @@ pub const CLIENT_PARAMS: &[&str] = &[
     "vertex_location",
     "vertex_count_tokens_location",
     "vertex_credentials",
+    "mock_response",
 ];
 
 /// Azure `api-version` when the deployment names none.
@@ -265,7 +290,7 @@ fn response_op(
 }
 
 /// Whether a chat body sets `stream_options.include_usage: true`.
-fn asks_usage(body: &[u8]) -> bool {
+pub(crate) fn asks_usage(body: &[u8]) -> bool {
     #[derive(serde::Deserialize)]
     struct Options {
         #[serde(default)]
@@ -410,8 +435,8 @@ fn rewrite_body(d: &Deployment, facts: &RequestFacts, body: &[u8]) -> Result<Byt
 
 /// A request in the deployment's own dialect (Anthropic Messages to Anthropic, Responses to
 /// OpenAI): byte-faithful except `model` (the deployment's), the routing keys Switchyard reads
-/// (removed: the upstream would refuse them) and, inside `metadata`, the routing entries `tags`
-/// and `session_id`. Deployment parameters are not merged: they are named in the chat
+/// (removed: the upstream would refuse them) and, inside `metadata`, the routing entries
+/// ([`METADATA_ROUTING_KEYS`]). Deployment parameters are not merged: they are named in the chat
 /// completions dialect.
 fn passthrough_members<'a>(d: &Deployment, body: &'a [u8]) -> Result<Members<'a>, RouteError> {
     let mut members = Members::parse(body).map_err(|e| invalid(e.0))?;
@@ -421,10 +446,11 @@ fn passthrough_members<'a>(d: &Deployment, body: &'a [u8]) -> Result<Members<'a>
     }
     if let Some(raw) = members.get("metadata")
         && let Ok(Value::Object(mut metadata)) = serde_json::from_str::<Value>(raw.get())
-        && (metadata.contains_key("tags") || metadata.contains_key("session_id"))
+        && METADATA_ROUTING_KEYS.iter().any(|k| metadata.contains_key(*k))
     {
-        metadata.remove("tags");
-        metadata.remove("session_id");
+        for key in METADATA_ROUTING_KEYS {
+            metadata.remove(*key);
+        }
         if metadata.is_empty() {
             members.remove("metadata");
         } else {

@@ -22,6 +22,7 @@ use tower_service::Service;
 use super::{
     DEFAULT_STREAM_TIMEOUT, DEFAULT_TIMEOUT, HttpsTransport, ProviderConfig, ProviderError,
     catalog::Wire,
+    mocked::{self, Mocked},
     request,
     response::{self, AttemptInfo},
     stream, vertex,
@@ -117,6 +118,12 @@ where
         };
         let facts = ctx.facts();
         let stream = facts.stream && facts.endpoint != Endpoint::Embedding;
+        // LiteLLM's `mock_response` / `mock_timeout`: answered here, the upstream never called.
+        match mocked::mocked(&deployment, ctx) {
+            Ok(None) => {}
+            Ok(Some(mock)) => return self.mock_attempt(mock, deployment, ctx, &body, stream),
+            Err(e) => return Box::pin(std::future::ready(Err(e.into()))),
+        }
         let built = match request::build(&deployment, facts, ctx.drop_previous_response, &parts.headers, &body) {
             Ok(built) => built,
             Err(e) => return Box::pin(std::future::ready(Err(e.into()))),
@@ -185,6 +192,20 @@ where
     }
     poll_fn(|cx| transport.poll_ready(cx)).await.map_err(|e| response::transport_error(&info, e.into()))?;
     let resp = transport.call(req).await.map_err(|e| response::transport_error(&info, e.into()))?;
+    read_answer(info, resp, stream).await
+}
+
+/// Reads the upstream's answer: a classified error, the whole answer, or a stream up to its first
+/// content chunk.
+async fn read_answer<B>(
+    info: AttemptInfo,
+    resp: http::Response<B>,
+    stream: bool,
+) -> Result<http::Response<RouteBody>, RouteError>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     let (parts, body) = resp.into_parts();
     if !parts.status.is_success() {
         let mut err = response::status_error(&info, parts.status, &parts.headers, body).await;
@@ -198,6 +219,66 @@ where
         stream::commit(info, body).await
     } else {
         response::whole(&info, parts.status, &parts.headers, body).await
+    }
+}
+
+impl<T> HttpProvider<T> {
+    /// An attempt a testing hook answers: the mocked upstream answer read as a real one, or a
+    /// wait until the attempt's time bound (`mock_timeout`).
+    fn mock_attempt(
+        &self,
+        mock: Mocked,
+        deployment: Arc<Deployment>,
+        ctx: &RouteCtx,
+        body: &[u8],
+        stream: bool,
+    ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
+        let facts = ctx.facts();
+        let route = match &mock {
+            Mocked::Answer { route, .. } | Mocked::Timeout { route } => *route,
+        };
+        let bound = Bound::of(&self.config, &deployment, facts, ctx.deadline, stream);
+        let response_id = (route.ingress == Wire::Responses).then(|| {
+            let mut rng = SmallRng::from_os_rng();
+            format!("resp_{:016x}{:016x}", rng.next_u64(), rng.next_u64())
+        });
+        let info = AttemptInfo {
+            id: deployment.id.clone(),
+            deployment,
+            max_bytes: self.config.max_response_bytes,
+            gap: bound.gap,
+            route,
+            include_usage: route.ingress == Wire::OpenAi && stream && request::asks_usage(body),
+            response_id,
+            operation: false,
+            embedding: false,
+            access_token: None,
+            // A mocked answer is read like a real one: a filtered whole answer falls back too.
+            filtered_fails: !stream && facts.endpoint.is_conversation() && ctx.content_filter_falls_back(),
+        };
+        Box::pin(async move {
+            let start = Instant::now();
+            let at = bound.at(start);
+            if ctx_deadline_passed(bound.deadline, start) {
+                return Err(response::timeout(&info, "the call's deadline passed before the attempt").into());
+            }
+            let response = match mock {
+                Mocked::Answer { response, .. } => response,
+                Mocked::Timeout { .. } => match at {
+                    Some(at) => {
+                        tokio::time::sleep_until(at).await;
+                        return Err(response::timeout(&info, &bound.expired(stream)).into());
+                    }
+                    // No bound at all: LiteLLM answers its default mock content then.
+                    None => mocked::answer(
+                        &switchyard_layers::ctx::MockResponse::Text("This is a mock request".to_owned()),
+                        super::catalog::upstream_model(&info.deployment.model),
+                        stream,
+                    ),
+                },
+            };
+            read_answer(info, response, stream).await.map_err(Into::into)
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! The routing keys of `litellm_settings`, which `router_settings` may set too (and then wins):
 //! retries, timeouts, cooldowns, the fallback tables and the aliases, written into the retry and
-//! cooldown layers' configs and the fallback tables.
+//! cooldown layers' configs and the fallback tables; and `litellm_settings.model_alias_map`
+//! (hidden aliases).
 
 use std::collections::BTreeMap;
 
@@ -95,6 +96,21 @@ pub(super) fn shared(
             c.aliases.push(parse_alias(alias, value, &at, w)?);
             sources.aliases.push(at);
         }
+    }
+    // LiteLLM's proxy renames a request's model through `litellm.model_alias_map` before the
+    // router sees it: an alias that is not listed (hidden).
+    for (alias, value) in ls.model_alias_map.iter().flatten() {
+        let at = format!("litellm_settings.model_alias_map.{alias}");
+        let Value::String(target) = value else {
+            return Err(ConfigError::type_error(at, "must be a model group name"));
+        };
+        if let Some(i) = c.aliases.iter().position(|a| &a.alias == alias) {
+            let other = sources.aliases.get(i).cloned().unwrap_or_default();
+            w.once(at.clone(), format!("`{at}` is ignored: `{other}` names the same alias"));
+            continue;
+        }
+        c.aliases.push(Alias::new(alias.as_str(), target.as_str(), true));
+        sources.aliases.push(at);
     }
     Ok(())
 }

@@ -17,10 +17,10 @@ use switchyard_services::provider::{SUPPORTED_PROVIDERS, supports_provider};
 
 use super::{
     Config, ConfigError, ConfigErrorKind, auto_router,
-    convert::{NOT_SUPPORTED, Warnings, deployment},
+    convert::{NOT_SUPPORTED, Warnings, deployments},
     env::Env,
     include,
-    raw::RawConfig,
+    raw::{RawConfig, RawModel},
     secret,
     validate::{self, Sources},
 };
@@ -67,6 +67,7 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
     let mut w = Warnings::default();
     let mut config = Config::default();
     let mut sources = Sources::from_yaml();
+    let environment = env.get(ENVIRONMENT_VARIABLE);
     let mut extra = raw.extra;
     if extra.remove("include").is_some() {
         // Still here: the config was read from a string, with no directory to read files from.
@@ -78,22 +79,28 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
     }
     w.ignored_keys("", &extra, NOT_SUPPORTED);
     for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
+        if !active_for_environment(&model, i, environment.as_deref())? {
+            continue;
+        }
         if auto_router::is_auto_router(&model) {
             config.pre_routers.push(auto_router::entry(i, model, &mut w)?);
             sources.pre_routers.push(format!("model_list[{i}]"));
             continue;
         }
-        let (d, prefs) = deployment(i, model, &mut w)?;
-        if let Some(prefs) = prefs {
-            auto_router::merge_preferences(&mut config.routing_preferences, &d.group, prefs, || {
+        let (expanded, prefs) = deployments(i, model, &mut w)?;
+        if let (Some(prefs), Some(first)) = (prefs, expanded.first()) {
+            auto_router::merge_preferences(&mut config.routing_preferences, &first.group, prefs, || {
                 format!("model_list[{i}].model_info.litellm_routing_preferences.quality_tier")
             })?;
         }
-        config.deployments.push(d);
+        for d in expanded {
+            config.deployments.push(d);
+            sources.entries.push(i);
+        }
     }
     let router = raw.router_settings.unwrap_or_default();
     let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);
-    unsupported_providers(&mut config, skip_unsupported, &mut w)?;
+    unsupported_providers(&mut config, &mut sources, skip_unsupported, &mut w)?;
     let litellm = raw.litellm_settings.unwrap_or_default();
     shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
     router_only(&mut config, router, &mut w)?;
@@ -106,14 +113,21 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
 /// Deployments of providers Switchyard does not serve natively (`sagemaker/`, `watsonx/`, ...) are
 /// refused at load, naming the provider and the deployment, or skipped with one warning each when
 /// `router_settings.skip_unsupported_providers` is true: never a failure at request time.
-fn unsupported_providers(c: &mut Config, skip: bool, w: &mut Warnings) -> Result<(), ConfigError> {
+fn unsupported_providers(
+    c: &mut Config,
+    sources: &mut Sources,
+    skip: bool,
+    w: &mut Warnings,
+) -> Result<(), ConfigError> {
     let mut kept = Vec::with_capacity(c.deployments.len());
+    let mut entries = Vec::with_capacity(c.deployments.len());
     for (i, d) in std::mem::take(&mut c.deployments).into_iter().enumerate() {
         if supports_provider(&d.model) {
             kept.push(d);
+            entries.push(sources.entries.get(i).copied().unwrap_or(i));
             continue;
         }
-        let path = format!("model_list[{i}].litellm_params.model");
+        let path = format!("{}.litellm_params.model", sources.deployment(i));
         let what = format!(
             "provider `{}` of deployment `{}` (group `{}`) is not served natively",
             d.provider(),
@@ -132,5 +146,62 @@ fn unsupported_providers(c: &mut Config, skip: bool, w: &mut Warnings) -> Result
         w.once(path.clone(), format!("`{path}`: {what}; the deployment is skipped"));
     }
     c.deployments = kept;
+    sources.entries = entries;
     Ok(())
+}
+
+/// The variable that names the environment a config is loaded in (LiteLLM's).
+const ENVIRONMENT_VARIABLE: &str = "LITELLM_ENVIRONMENT";
+
+/// The environments `supported_environments` and `LITELLM_ENVIRONMENT` may name (LiteLLM's
+/// `VALID_LITELLM_ENVIRONMENTS`).
+const ENVIRONMENTS: [&str; 3] = ["development", "staging", "production"];
+
+/// Whether `model_list[i]` is loaded in this environment: LiteLLM's
+/// `model_info_is_active_for_environment`. An entry without `model_info.supported_environments`
+/// always is; one with it is loaded only when `LITELLM_ENVIRONMENT` is in the list, and then
+/// `LITELLM_ENVIRONMENT` must be set, and both must name `development`, `staging` or
+/// `production`.
+fn active_for_environment(model: &RawModel, i: usize, environment: Option<&str>) -> Result<bool, ConfigError> {
+    let Some(value) = model.model_info.as_ref().and_then(|info| info.extra.get("supported_environments")) else {
+        return Ok(true);
+    };
+    let path = format!("model_list[{i}].model_info.supported_environments");
+    let listed = match value {
+        Value::Null => return Ok(true),
+        Value::Array(items) => items,
+        _ => {
+            return Err(ConfigError::type_error(
+                path,
+                format!("must be a list of environments ({})", ENVIRONMENTS.join(", ")),
+            ));
+        }
+    };
+    let mut names = Vec::with_capacity(listed.len());
+    for (j, item) in listed.iter().enumerate() {
+        match item.as_str() {
+            Some(name) if ENVIRONMENTS.contains(&name) => names.push(name),
+            _ => {
+                return Err(ConfigError::invalid(
+                    format!("{path}[{j}]"),
+                    format!("must be one of {}", ENVIRONMENTS.join(", ")),
+                ));
+            }
+        }
+    }
+    let Some(environment) = environment else {
+        return Err(ConfigError::new(
+            ConfigErrorKind::Env,
+            path,
+            format!("is set, but `{ENVIRONMENT_VARIABLE}` is not: set it to one of {}", ENVIRONMENTS.join(", ")),
+        ));
+    };
+    if !ENVIRONMENTS.contains(&environment) {
+        return Err(ConfigError::new(
+            ConfigErrorKind::Env,
+            path,
+            format!("`{ENVIRONMENT_VARIABLE}` is `{environment}`; it must be one of {}", ENVIRONMENTS.join(", ")),
+        ));
+    }
+    Ok(names.contains(&environment))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 use switchyard_layers::{
     cooldown::{ALLOWED_FAILS_POLICY_FIELDS, AllowedFailsPolicy, ProbeConfig},
     precall::{AffinityConfig, Budget, BudgetConfig},
-    retry::{RETRY_POLICY_FIELDS, RetryBudget, RetryPolicy},
+    retry::{DEFAULT_RETRIES_FIELD, RETRY_POLICY_FIELDS, RetryBudget, RetryPolicy},
     select::{RoutingGroup, RoutingGroups, RoutingStrategy, SelectConfigError, StrategyArgs},
 };
 
@@ -151,7 +151,8 @@ fn precall(c: &mut Config, rs: &mut RawRouterSettings, w: &mut Warnings) -> Resu
 
 /// A `retry_policy` (the router's or a group's) as the retry layer's table.
 fn retry_policy(raw: Option<RawPolicy>, path: &str) -> Result<Option<RetryPolicy>, ConfigError> {
-    policy(raw, path, &RETRY_POLICY_FIELDS)?
+    let fields: Vec<&str> = RETRY_POLICY_FIELDS.iter().copied().chain([DEFAULT_RETRIES_FIELD]).collect();
+    policy(raw, path, &fields)?
         .map(|map| RetryPolicy::from_litellm(&map).map_err(|e| ConfigError::invalid(path, e.to_string())))
         .transpose()
 }
