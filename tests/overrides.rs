@@ -21,7 +21,6 @@ use switchyard::{
 };
 use tower::{BoxError, ServiceExt, service_fn};
 
-#[allow(dead_code)]
 #[path = "support/loopback.rs"]
 mod loopback;
 
