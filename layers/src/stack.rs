@@ -10,7 +10,9 @@
 //! settings, and hands back the wired layers:
 //!
 //! - as one [`Layer`], the default order (outermost first): [`CallSpanLayer`], [`DeadlineLayer`],
-//!   [`FallbackLayer`], [`RetryLayer`], [`CooldownLayer`], [`PreCallLayer`], [`SelectLayer`];
+//!   [`FallbackLayer`], [`RetryLayer`], [`HealthLayer`], [`CooldownLayer`], [`PreCallLayer`],
+//!   [`SelectLayer`] (the health layer passes calls through unless
+//!   [`health`](RoutingStackBuilder::health) turns it on);
 //! - or as the [`RoutingStack`]'s public fields, to stack by hand with your own layers in between.
 //!
 //! ```
@@ -72,6 +74,7 @@ use crate::{
     cooldown::{Cooldown, CooldownConfig, CooldownLayer},
     deadline::{Deadline, DeadlineLayer},
     fallback::{Fallback, FallbackConfig, FallbackEvent, FallbackLayer},
+    health::{Health, HealthConfig, HealthLayer},
     precall::{PreCall, PreCallConfig, PreCallLayer},
     retry::{Retry, RetryConfig, RetryLayer},
     select::{RoutingStrategy, Select, SelectLayer, Strategies},
@@ -79,7 +82,7 @@ use crate::{
 };
 
 /// The service [`RoutingStack`] builds around a provider `S`: the default order, outermost first.
-pub type RoutingService<S> = CallSpan<Deadline<Fallback<Retry<Cooldown<PreCall<Select<S>>>>>>>;
+pub type RoutingService<S> = CallSpan<Deadline<Fallback<Retry<Health<Cooldown<PreCall<Select<S>>>>>>>>;
 
 /// Receives the fallback layer's events.
 type FallbackHook = Arc<dyn Fn(&FallbackEvent) + Send + Sync>;
@@ -104,6 +107,8 @@ pub struct RoutingStack {
     pub fallback: FallbackLayer,
     /// Retries within the model group.
     pub retry: RetryLayer,
+    /// Drops the candidates a fresh health probe found unhealthy (off unless configured).
+    pub health: HealthLayer,
     /// Drops the candidates cooling down; benches deployments after failed attempts.
     pub cooldown: CooldownLayer,
     /// Drops the candidates an attempt cannot use (limits, tags, context window, budgets, ...).
@@ -126,6 +131,7 @@ impl RoutingStack {
             fallback: FallbackConfig::new(),
             on_fallback: None,
             retry: RetryConfig::default(),
+            health: HealthConfig::disabled(),
             cooldown: CooldownConfig::default(),
             precall: PreCallConfig::new(),
         }
@@ -139,7 +145,8 @@ impl<S: Clone> Layer<S> for RoutingStack {
         let select = self.select.layer(provider);
         let precall = self.precall.layer(select);
         let cooldown = self.cooldown.layer(precall);
-        let retry = self.retry.layer(cooldown);
+        let health = self.health.layer(cooldown);
+        let retry = self.retry.layer(health);
         let fallback = self.fallback.layer(retry);
         let deadline = self.deadline.layer(fallback);
         self.call_span.layer(deadline)
@@ -157,6 +164,7 @@ pub struct RoutingStackBuilder {
     fallback: FallbackConfig,
     on_fallback: Option<FallbackHook>,
     retry: RetryConfig,
+    health: HealthConfig,
     cooldown: CooldownConfig,
     precall: PreCallConfig,
 }
@@ -217,6 +225,12 @@ impl RoutingStackBuilder {
         self
     }
 
+    /// The health filter's settings (health-check routing; off by default).
+    pub fn health(mut self, config: HealthConfig) -> Self {
+        self.health = config;
+        self
+    }
+
     /// The cooldown settings (with their event hook, if any).
     pub fn cooldown(mut self, config: CooldownConfig) -> Self {
         self.cooldown = config;
@@ -231,8 +245,19 @@ impl RoutingStackBuilder {
 
     /// Wires the layers.
     pub fn build(self) -> RoutingStack {
-        let Self { registry, store, strategies, seed, deadline, fallback, on_fallback, retry, cooldown, precall } =
-            self;
+        let Self {
+            registry,
+            store,
+            strategies,
+            seed,
+            deadline,
+            fallback,
+            on_fallback,
+            retry,
+            health,
+            cooldown,
+            precall,
+        } = self;
         let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies);
         let mut retry = RetryLayer::new(registry.clone(), store.clone(), retry);
         if let Some(seed) = seed {
@@ -249,6 +274,7 @@ impl RoutingStackBuilder {
             deadline: DeadlineLayer::optional(deadline),
             fallback,
             retry,
+            health: HealthLayer::new(registry.clone(), store.clone(), health),
             cooldown: CooldownLayer::new(registry.clone(), store.clone(), cooldown),
             precall: PreCallLayer::new(registry, store, precall),
             select,

@@ -169,9 +169,16 @@ const DROPPED_PARAMS: [(&str, &str); 1] =
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
-const METADATA: [&str; 14] = [
+const METADATA: [&str; 20] = [
     "base_model",
     "mode",
+    // Read by the health checks (`settings/health_keys.rs`).
+    "disable_background_health_check",
+    "health_check_timeout",
+    "health_check_model",
+    "health_check_max_tokens",
+    "health_check_params",
+    "health_check_supports_max_tokens",
     "description",
     "tier",
     "team_id",

@@ -56,6 +56,10 @@ pub const LITELLM_ATTEMPTED_FALLBACKS: HeaderName = HeaderName::from_static("x-l
 /// LiteLLM's name for [`OVERHEAD_MS`].
 pub const LITELLM_OVERHEAD_MS: HeaderName = HeaderName::from_static("x-litellm-overhead-duration-ms");
 
+/// The model groups whose health filter failed open in this call (every candidate was marked
+/// unhealthy by the health checks, so none was dropped), comma-separated.
+pub const HEALTH_FAIL_OPEN: HeaderName = HeaderName::from_static("x-switchyard-health-fail-open");
+
 /// Which affinity chose the serving deployment (`conversation`, `session`, `prompt_cache`);
 /// absent when the strategy picked.
 pub const AFFINITY: HeaderName = HeaderName::from_static("x-switchyard-affinity");

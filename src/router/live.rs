@@ -18,6 +18,7 @@ use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{CooldownHook, CooldownLayer},
     fallback::FallbackConfig,
+    health::{HealthCheckError, HealthChecker},
     select::Strategies,
     stack::RoutingStack,
     state::LatencyConfig,
@@ -25,7 +26,11 @@ use switchyard_layers::{
 use tower::{Layer, Service, ServiceExt, util::BoxCloneSyncService, util::Oneshot};
 
 use super::{FallbackHook, RouterService, warm_tokenizers};
-use crate::{Config, config::RedisSettings};
+use crate::{
+    Config,
+    config::RedisSettings,
+    health::{HealthSettings, ProviderProber, prober::CooldownFeed},
+};
 
 /// One routing stack, built from one config.
 pub(super) struct Stack {
@@ -68,6 +73,7 @@ impl Parts {
             .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
             .cooldown(cooldown)
             .retry(retry)
+            .health(config.health.filter(config.cooldown.allowed_fails_policy.is_some()))
             .precall(config.precall.clone());
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
@@ -82,17 +88,61 @@ impl Parts {
     }
 }
 
+/// The health checks of the live config: their settings, the prober (also used for on-demand
+/// probes) and the background task, when one runs.
+pub(super) struct Health {
+    pub(super) settings: Arc<HealthSettings>,
+    pub(super) prober: Arc<ProviderProber>,
+    /// Dropping it stops the task.
+    pub(super) checker: Option<HealthChecker>,
+}
+
+impl Parts {
+    /// The health checks for `config`: the prober, and the background task when the config
+    /// runs the probes (`background_health_checks` or `enable_health_check_routing`).
+    pub(super) fn health(
+        &self,
+        config: &Config,
+        registry: &Arc<Registry>,
+        store: &Arc<StateStore>,
+    ) -> Result<Health, HealthCheckError> {
+        let settings = Arc::new(config.health.clone());
+        // LiteLLM's `allowed_fails_policy` interaction: with health routing on and a policy set,
+        // failed probes feed the cooldown counts (the policy decides when they bench).
+        let feed =
+            (settings.routing).then_some(config.cooldown.allowed_fails_policy).flatten().map(|policy| CooldownFeed {
+                store: store.clone(),
+                policy,
+                allowed_fails: config.cooldown.allowed_fails,
+                cooldown_time: config.cooldown.cooldown_time,
+            });
+        let prober = Arc::new(ProviderProber::new(self.provider.clone(), settings.clone()).feeding(feed));
+        let mut check = settings.check.clone();
+        if let Some(seed) = self.seed.or(config.seed) {
+            check = check.seed(seed.wrapping_add(2));
+        }
+        let checker = if settings.probes_run() {
+            let task_prober: Arc<dyn switchyard_layers::health::Prober> = prober.clone();
+            Some(HealthChecker::spawn(registry.clone(), store.clone(), check, task_prober)?)
+        } else {
+            None
+        };
+        Ok(Health { settings, prober, checker })
+    }
+}
+
 /// The live stack and what rebuilds it.
 pub(super) struct Live {
     pub(super) parts: Parts,
     /// The settings only a restart applies, as the router was built.
     pub(super) restart_only: RestartOnly,
     pub(super) stack: ArcSwap<Stack>,
+    pub(super) health: parking_lot::Mutex<Health>,
 }
 
 impl Live {
-    pub(super) fn new(parts: Parts, restart_only: RestartOnly, stack: Stack) -> Self {
-        Self { parts, restart_only, stack: ArcSwap::from_pointee(stack) }
+    pub(super) fn new(parts: Parts, restart_only: RestartOnly, stack: Stack, health: Health) -> Self {
+        Self { parts, restart_only, stack: ArcSwap::from_pointee(stack), health: parking_lot::Mutex::new(health) }
     }
 }
 

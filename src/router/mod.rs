@@ -21,11 +21,13 @@ use live::{CurrentStack, Live, Parts, RestartOnly, Stack};
 use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
-    BoxError, Registry, RouteBody, StateStore,
+    BoxError, Deployment, DeploymentId, Registry, RouteBody, StateStore,
     cooldown::{CooldownEntry, CooldownEvent, CooldownHook},
     deployment::RegistryError,
     fallback::FallbackEvent,
+    health::{HealthCheckError, HealthChecker},
     select::SelectConfigError,
+    state::HealthRecord,
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
@@ -71,6 +73,9 @@ pub enum RouterError {
     /// Tokio runtime to run its background tasks on (build the router inside one). An
     /// unreachable Redis is not an error: the backend starts degraded and connects later.
     Store(StoreError),
+    /// The config runs background health checks, which need a Tokio runtime: build the router
+    /// inside one.
+    Health(HealthCheckError),
 }
 
 impl fmt::Display for RouterError {
@@ -81,6 +86,7 @@ impl fmt::Display for RouterError {
             Self::Select(e) => e.fmt(f),
             Self::Provider(e) => e.fmt(f),
             Self::Store(e) => e.fmt(f),
+            Self::Health(e) => e.fmt(f),
         }
     }
 }
@@ -93,6 +99,7 @@ impl std::error::Error for RouterError {
             Self::Select(e) => Some(e),
             Self::Provider(e) => Some(e),
             Self::Store(e) => Some(e),
+            Self::Health(e) => Some(e),
         }
     }
 }
@@ -112,6 +119,8 @@ impl From<RegistryError> for RouterError {
 /// A stack built for a reload, not yet live ([`Router::prepare`]).
 pub(crate) struct Prepared {
     stack: Stack,
+    /// The new config (its health checks start when it is installed).
+    config: Box<Config>,
     /// The keys the new config changes that only a restart applies.
     restart: Vec<String>,
 }
@@ -210,7 +219,8 @@ impl RouterBuilder<'_> {
             on_fallback: self.on_fallback,
         };
         let first = parts.stack(config, &registry, &store);
-        let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
+        let health = parts.health(config, &registry, &store).map_err(RouterError::Health)?;
+        let live = Arc::new(Live::new(parts, RestartOnly::of(config), first, health));
         let service = BoxCloneSyncService::new(CurrentStack::new(live.clone()));
         Ok(Router { registry, store, live, service })
     }
@@ -317,6 +327,48 @@ impl Router {
         cooldown.list().await
     }
 
+    /// The health-check settings of the live config.
+    pub fn health_settings(&self) -> Arc<crate::health::HealthSettings> {
+        self.live.health.lock().settings.clone()
+    }
+
+    /// Stops the background health checks (the gateway does on shutdown); a reload starts them
+    /// again if its config runs them.
+    pub fn stop_health_checks(&self) {
+        self.live.health.lock().checker = None;
+    }
+
+    /// Whether a background health-check task is running.
+    pub fn health_checks_running(&self) -> bool {
+        self.live.health.lock().checker.as_ref().is_some_and(|c| !c.is_finished())
+    }
+
+    /// The latest health-probe record of every deployment that has one (this replica's and,
+    /// with Redis, the others'), with its group; stale records included (see
+    /// [`HealthRecord::is_fresh`] with [`health_settings`](Self::health_settings)'s staleness).
+    pub async fn health(&self) -> Vec<(DeploymentId, Option<Arc<str>>, HealthRecord)> {
+        self.store
+            .all_health()
+            .await
+            .into_iter()
+            .map(|(id, record)| {
+                let group = self.registry.deployment(&id).map(|d| d.group.clone());
+                (id, group, record)
+            })
+            .collect()
+    }
+
+    /// Probes every deployment (of `group`, if given) now, as LiteLLM's `/health` endpoint does:
+    /// through the provider, with the configured probes, bounded in concurrency, each under its
+    /// timeout. Nothing is stored and no lease is taken.
+    pub async fn probe_now(&self, group: Option<&str>) -> Vec<(Arc<Deployment>, HealthRecord)> {
+        let (settings, prober) = {
+            let h = self.live.health.lock();
+            (h.settings.clone(), h.prober.clone())
+        };
+        HealthChecker::probe_now(&self.registry, &settings.check, &*prober, group).await
+    }
+
     /// The stack as a tower service, to embed in axum or another gateway. Each call runs on the
     /// stack that is live when it starts, so the service follows [reloads](Self::reload).
     pub fn service(&self) -> RouterService {
@@ -347,12 +399,17 @@ impl Router {
     pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
         config.validate()?;
         let stack = self.live.parts.stack(config, &self.registry, &self.store);
-        Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
+        Ok(Prepared { stack, config: Box::new(config.clone()), restart: self.live.restart_only.changed_in(config) })
     }
 
     /// Makes a prepared stack the live one; returns the settings it could not apply.
     pub(crate) fn install(&self, prepared: Prepared) -> Vec<String> {
         self.live.stack.store(Arc::new(prepared.stack));
+        // The health checks restart with the new settings (the old task stops when dropped).
+        match self.live.parts.health(&prepared.config, &self.registry, &self.store) {
+            Ok(health) => *self.live.health.lock() = health,
+            Err(e) => tracing::warn!(target: "switchyard::router", error = %e, "health checks not restarted"),
+        }
         for line in &prepared.restart {
             tracing::warn!(target: "switchyard::router", "{line}");
         }

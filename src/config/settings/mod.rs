@@ -2,6 +2,7 @@
 //! -> validation); the conversion of each settings section is in its own module.
 
 mod general_settings;
+mod health_keys;
 mod litellm_settings;
 mod redis_keys;
 mod router_settings;
@@ -78,16 +79,22 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
     }
     w.ignored_keys("", &extra, NOT_SUPPORTED);
     for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
-        config.deployments.push(deployment(i, model, &mut w)?);
+        let health = health_keys::model_info(i, model.model_info.as_ref().map(|info| &info.extra))?;
+        let d = deployment(i, model, &mut w)?;
+        health_keys::attach(&mut config, &d.id, health);
+        config.deployments.push(d);
     }
-    let router = raw.router_settings.unwrap_or_default();
+    let mut router = raw.router_settings.unwrap_or_default();
+    let mut general_raw = raw.general_settings.unwrap_or_default();
+    health_keys::sections(&mut config, &mut router, &mut general_raw)?;
     let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);
     unsupported_providers(&mut config, skip_unsupported, &mut w)?;
     let litellm = raw.litellm_settings.unwrap_or_default();
     shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
     router_only(&mut config, router, &mut w)?;
     w.ignored_keys("litellm_settings", &litellm.extra, NOT_SUPPORTED);
-    general(&mut config, raw.general_settings.unwrap_or_default(), &mut w)?;
+    general(&mut config, general_raw, &mut w)?;
+    health_keys::check_groups(&config, &mut w);
     validate::validate(&config, &sources)?;
     Ok((config, w.list))
 }
