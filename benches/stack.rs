@@ -120,6 +120,8 @@ fn stack(c: &mut Criterion) {
     });
     group.finish();
 
+    health(c, &rt);
+
     // How the whole stack's cost grows with the group (the aim: 64 deployments within 2x of 4).
     let mut group = c.benchmark_group("group size");
     for n in [4, 64, 1024] {
@@ -127,6 +129,52 @@ fn stack(c: &mut Criterion) {
         group.bench_function(format!("default stack, {n} deployments"), |b| {
             b.to_async(&rt).iter(|| {
                 let s = service.clone();
+                async move { black_box(s.oneshot(request()).await.expect("ok")) }
+            });
+        });
+    }
+    group.finish();
+}
+
+/// Health-check routing's cost in the same run: the routing stack (8 deployments) with the health
+/// filter off, on with every deployment healthy (the filter's one-load fast path: no record says
+/// "unhealthy"), and on with one deployment of the 8 unhealthy (a read of the 8 records and a
+/// filtered copy of the candidates per attempt).
+fn health(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    use std::time::Duration;
+    use switchyard::layers::{DeploymentId, health::HealthConfig, stack::RoutingStack, state::HealthRecord};
+
+    let provider =
+        service_fn(|_req: http::Request<Bytes>| async { Ok::<_, BoxError>(http::Response::new(RouteBody::empty())) });
+    let registry = Arc::new(Registry::with_deployments(config().deployments).expect("registry"));
+    let built = |store: &Arc<StateStore>, health: HealthConfig| -> Stack {
+        let stack = RoutingStack::builder(registry.clone(), store.clone()).seed(1).health(health).build();
+        BoxCloneSyncService::new(ServiceBuilder::new().layer(stack).service(provider))
+    };
+    let hour = Duration::from_secs(3600);
+    let healthy = Arc::new(StateStore::memory());
+    let one_down = Arc::new(StateStore::memory());
+    rt.block_on(async {
+        for i in 0..8 {
+            let id = DeploymentId::from(format!("d{i}"));
+            let ok = HealthRecord::new(true, Duration::from_millis(20), None, "");
+            healthy.record_health(&id, ok.clone(), hour).await;
+            let record =
+                if i == 3 { HealthRecord::new(false, Duration::from_millis(20), Some(503), "down") } else { ok };
+            one_down.record_health(&id, record, hour).await;
+        }
+    });
+    let on = HealthConfig::new().staleness(hour);
+    let variants: [(&str, Stack); 3] = [
+        ("health filter off", built(&healthy, HealthConfig::disabled())),
+        ("health filter on, all healthy", built(&healthy, on.clone())),
+        ("health filter on, 1 of 8 unhealthy", built(&one_down, on)),
+    ];
+    let mut group = c.benchmark_group("health");
+    for (name, svc) in variants {
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter(|| {
+                let s = svc.clone();
                 async move { black_box(s.oneshot(request()).await.expect("ok")) }
             });
         });

@@ -30,6 +30,7 @@
 pub mod config;
 #[cfg(feature = "gateway")]
 pub mod gateway;
+pub mod health;
 #[cfg(feature = "otel")]
 pub mod otel;
 pub mod router;

@@ -37,6 +37,7 @@ pub mod error_class;
 pub mod fallback;
 pub mod fallback_tables;
 mod future;
+pub mod health;
 pub mod logsafe;
 pub mod outcome;
 pub mod precall;

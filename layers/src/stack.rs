@@ -12,7 +12,9 @@
 //! - as one [`Layer`], the default order (outermost first): [`CallSpanLayer`], [`DeadlineLayer`],
 //!   [`PreRouteLayer`] (a pass-through unless pre-routers were given: the config's
 //!   `auto_router/...` entries, or yours with [`pre_router`](RoutingStackBuilder::pre_router)),
-//!   [`FallbackLayer`], [`RetryLayer`], [`CooldownLayer`], [`PreCallLayer`], [`SelectLayer`];
+//!   [`FallbackLayer`], [`RetryLayer`], [`HealthLayer`], [`CooldownLayer`], [`PreCallLayer`],
+//!   [`SelectLayer`] (the health layer passes calls through unless
+//!   [`health`](RoutingStackBuilder::health) turns it on);
 //! - or as the [`RoutingStack`]'s public fields, to stack by hand with your own layers in between.
 //!
 //! ```
@@ -75,6 +77,7 @@ use crate::{
     cooldown::{Cooldown, CooldownConfig, CooldownLayer},
     deadline::{Deadline, DeadlineLayer},
     fallback::{Fallback, FallbackConfig, FallbackEvent, FallbackLayer},
+    health::{Health, HealthConfig, HealthLayer},
     precall::{PreCall, PreCallConfig, PreCallLayer},
     preroute::{PreRoute, PreRouteLayer, PreRouter, PreRouters},
     retry::{Retry, RetryConfig, RetryLayer},
@@ -83,7 +86,8 @@ use crate::{
 };
 
 /// The service [`RoutingStack`] builds around a provider `S`: the default order, outermost first.
-pub type RoutingService<S> = CallSpan<Deadline<PreRoute<Fallback<Retry<Cooldown<PreCall<Select<S>>>>>, PreRouters>>>;
+pub type RoutingService<S> =
+    CallSpan<Deadline<PreRoute<Fallback<Retry<Health<Cooldown<PreCall<Select<S>>>>>>, PreRouters>>>;
 
 /// Receives the fallback layer's events.
 type FallbackHook = Arc<dyn Fn(&FallbackEvent) + Send + Sync>;
@@ -111,6 +115,8 @@ pub struct RoutingStack {
     pub fallback: FallbackLayer,
     /// Retries within the model group.
     pub retry: RetryLayer,
+    /// Drops the candidates a fresh health probe found unhealthy (off unless configured).
+    pub health: HealthLayer,
     /// Drops the candidates cooling down; benches deployments after failed attempts.
     pub cooldown: CooldownLayer,
     /// Drops the candidates an attempt cannot use (limits, tags, context window, budgets, ...).
@@ -133,6 +139,7 @@ impl RoutingStack {
             fallback: FallbackConfig::new(),
             on_fallback: None,
             retry: RetryConfig::default(),
+            health: HealthConfig::disabled(),
             cooldown: CooldownConfig::default(),
             precall: PreCallConfig::new(),
             pre_routers: PreRouters::new(),
@@ -147,7 +154,8 @@ impl<S: Clone> Layer<S> for RoutingStack {
         let select = self.select.layer(provider);
         let precall = self.precall.layer(select);
         let cooldown = self.cooldown.layer(precall);
-        let retry = self.retry.layer(cooldown);
+        let health = self.health.layer(cooldown);
+        let retry = self.retry.layer(health);
         let fallback = self.fallback.layer(retry);
         let preroute = self.preroute.layer(fallback);
         let deadline = self.deadline.layer(preroute);
@@ -166,6 +174,7 @@ pub struct RoutingStackBuilder {
     fallback: FallbackConfig,
     on_fallback: Option<FallbackHook>,
     retry: RetryConfig,
+    health: HealthConfig,
     cooldown: CooldownConfig,
     precall: PreCallConfig,
     pre_routers: PreRouters,
@@ -228,6 +237,12 @@ impl RoutingStackBuilder {
         self
     }
 
+    /// The health filter's settings (health-check routing; off by default).
+    pub fn health(mut self, config: HealthConfig) -> Self {
+        self.health = config;
+        self
+    }
+
     /// The cooldown settings (with their event hook, if any).
     pub fn cooldown(mut self, config: CooldownConfig) -> Self {
         self.cooldown = config;
@@ -278,6 +293,7 @@ impl RoutingStackBuilder {
             fallback,
             on_fallback,
             retry,
+            health,
             cooldown,
             precall,
             pre_routers,
@@ -302,6 +318,7 @@ impl RoutingStackBuilder {
             preroute: PreRouteLayer::set(pre_routers),
             fallback,
             retry,
+            health: HealthLayer::new(registry.clone(), store.clone(), health),
             cooldown: CooldownLayer::new(registry.clone(), store.clone(), cooldown),
             precall: PreCallLayer::new(registry, store, precall),
             select,

@@ -18,7 +18,7 @@ use std::{
 
 /// The routing layers: none may name another.
 const LAYERS: &[&str] =
-    &["select", "precall", "cooldown", "retry", "fallback", "deadline", "span", "classify", "preroute"];
+    &["select", "precall", "cooldown", "retry", "fallback", "deadline", "span", "classify", "preroute", "health"];
 
 /// The composition of the layers: may name every one.
 const COMPOSITION: &[&str] = &["stack", "lib"];

@@ -17,8 +17,8 @@ use switchyard_layers::{
     retry::RetryConfig,
     stack::RoutingStack,
     state::{
-        Admission, Bench, Bookkeeping, Cooldown, CooldownState, LatencyConfig, Limits, MemoryBackend, OutcomeCounts,
-        SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+        Admission, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, LatencyConfig, Limits, MemoryBackend,
+        OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
     },
 };
 use tower::{ServiceBuilder, service_fn};
@@ -121,6 +121,26 @@ impl StoreBackend for Counting {
             _ => "bookkeeping(other)",
         });
         self.inner.run_bookkeeping(work);
+    }
+
+    fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>> {
+        self.count("health");
+        self.inner.health(ids)
+    }
+
+    fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>> {
+        self.count("all_health");
+        self.inner.all_health()
+    }
+
+    fn record_health<'a>(&'a self, id: &'a DeploymentId, record: HealthRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.count("record_health");
+        self.inner.record_health(id, record, ttl)
+    }
+
+    fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        self.count("claim_health_lease");
+        self.inner.claim_health_lease(id, hold)
     }
 }
 

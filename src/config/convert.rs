@@ -170,11 +170,18 @@ const DROPPED_PARAMS: [(&str, &str); 1] =
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
-const METADATA: [&str; 15] = [
+const METADATA: [&str; 21] = [
     "base_model",
     // Read when the entry is loaded (`LITELLM_ENVIRONMENT`); see `settings::load`.
     "supported_environments",
     "mode",
+    // Read by the health checks (`settings/health_keys.rs`).
+    "disable_background_health_check",
+    "health_check_timeout",
+    "health_check_model",
+    "health_check_max_tokens",
+    "health_check_params",
+    "health_check_supports_max_tokens",
     "description",
     "tier",
     "team_id",

@@ -130,6 +130,9 @@ pub struct Config {
     /// `router_settings.seed` (not a LiteLLM key): seeds every random pick, for reproducible
     /// routing in tests and demos.
     pub seed: Option<u64>,
+    /// Health-check routing and the background probes (`enable_health_check_routing`,
+    /// `background_health_checks`, `health_check_interval`, ...; `docs/health.md`).
+    pub health: crate::health::HealthSettings,
 }
 
 impl Default for Config {
@@ -158,6 +161,7 @@ impl Default for Config {
             count_tokens_upstream: false,
             warnings: Vec::new(),
             seed: None,
+            health: crate::health::HealthSettings::default(),
         }
     }
 }
@@ -249,6 +253,7 @@ impl fmt::Debug for Config {
             .field("edge", &self.edge)
             .field("warnings", &self.warnings)
             .field("seed", &self.seed)
+            .field("health", &self.health)
             .finish()
     }
 }

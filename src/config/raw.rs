@@ -280,6 +280,10 @@ pub(crate) struct RawRouterSettings {
     pub(crate) conversation_ttl: Option<Num>,
     /// Ours: route a continued conversation whose deployment cannot serve as a new one.
     pub(crate) conversation_fallback: Option<bool>,
+    pub(crate) enable_health_check_routing: Option<Flag>,
+    pub(crate) health_check_staleness_threshold: Option<Num>,
+    pub(crate) health_check_ignore_transient_errors: Option<Flag>,
+    pub(crate) background_health_check_model_groups: Option<Vec<String>>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }
@@ -346,6 +350,14 @@ pub(crate) struct RawGeneralSettings {
     pub(crate) edge: Option<Value>,
     /// Ours: `estimate` (default) or `upstream`, how `/v1/messages/count_tokens` counts.
     pub(crate) count_tokens: Option<String>,
+    pub(crate) background_health_checks: Option<Flag>,
+    pub(crate) health_check_interval: Option<Num>,
+    pub(crate) health_check_concurrency: Option<Num>,
+    pub(crate) background_health_check_model_groups: Option<Vec<String>>,
+    /// Accepted: probe results are always shared through the state store (Redis when set).
+    pub(crate) use_shared_health_check: Option<Flag>,
+    /// Accepted: `/health` always answers with the endpoints' model and id.
+    pub(crate) health_check_details: Option<Flag>,
     #[serde(flatten)]
     pub(crate) extra: Extra,
 }

@@ -25,7 +25,7 @@ use super::{
     headers::REQUEST_ID,
     observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
-    routes::{deployments, health, models, reload, responses, state},
+    routes::{deployments, health, models, probes, reload, responses, state},
     ui,
 };
 
@@ -73,6 +73,7 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
         .route("/v1/models", get(models::list))
         .route("/models", get(models::list))
         .route("/metrics", get(health::metrics))
+        .route("/health", get(probes::health))
         .route("/router/deployments", get(deployments::list))
         .route(
             "/router/deployments/{id}/cooldown",

@@ -77,6 +77,10 @@ pub const RATELIMIT_LIMIT_TOKENS: HeaderName = HeaderName::from_static("x-rateli
 /// entry), set by the stack's pre-route layer; absent when the request named a group itself.
 pub const ROUTED_MODEL: HeaderName = switchyard_layers::preroute::ROUTED_MODEL_HEADER;
 
+/// The model groups whose health filter failed open in this call (every candidate was marked
+/// unhealthy by the health checks, so none was dropped), comma-separated.
+pub const HEALTH_FAIL_OPEN: HeaderName = HeaderName::from_static("x-switchyard-health-fail-open");
+
 /// Which affinity chose the serving deployment (`conversation`, `session`, `prompt_cache`);
 /// absent when the strategy picked.
 pub const AFFINITY: HeaderName = HeaderName::from_static("x-switchyard-affinity");

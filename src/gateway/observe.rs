@@ -105,10 +105,16 @@ where
         // LiteLLM's call id is the request's id (set by the edge before this layer).
         let call_id = req.headers().get(headers::REQUEST_ID).cloned();
         let state = self.state.clone();
+        let call = req.extensions().get::<RouteCtx>().map(RouteCtx::call_trail);
         let started = Instant::now();
         Box::pin(async move {
             let result = inner.call(req).await;
             let elapsed = started.elapsed();
+            let fail_open = call.map(|c| c.health_fail_open()).unwrap_or_default();
+            let result = result.map(|mut resp| {
+                mark_fail_open(resp.headers_mut(), &fail_open);
+                resp
+            });
             match result {
                 Ok(mut resp) => {
                     if let Some(served) = resp.extensions().get::<Served>().cloned() {
@@ -132,6 +138,7 @@ where
                                 value.push_str(" ~");
                                 value.push_str(hit.as_str());
                             }
+                            trail::append_fail_open(&mut value, &fail_open);
                             trail::insert(resp.headers_mut(), &value);
                         }
                     }
@@ -148,9 +155,11 @@ where
                         return Err(err);
                     }
                     // The answer the ingress would make of `err`, made here to carry the trail.
-                    let value = route.map(|r| trail::for_trail(r.trail())).unwrap_or_default();
+                    let mut value = route.map(|r| trail::for_trail(r.trail())).unwrap_or_default();
+                    trail::append_fail_open(&mut value, &fail_open);
                     let mut resp = http_error::into_error_response(err);
                     trail::insert(resp.headers_mut(), &value);
+                    mark_fail_open(resp.headers_mut(), &fail_open);
                     Ok(resp)
                 }
             }
@@ -196,4 +205,16 @@ async fn litellm_usage_headers(
     let limits =
         headers::GroupLimits::new(rpm.map(|l| (l, requests)), tpm.map(|l| (l, tokens.saturating_add(pending))));
     headers::insert_group_limits(resp.headers_mut(), limits);
+}
+
+/// Names the groups whose health filter failed open, so a client sees that it was served by a
+/// deployment the health checks consider unhealthy.
+fn mark_fail_open(headers: &mut http::HeaderMap, groups: &[Arc<str>]) {
+    if groups.is_empty() {
+        return;
+    }
+    let value = groups.iter().map(|g| &**g).collect::<Vec<_>>().join(",");
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        headers.insert(headers::HEALTH_FAIL_OPEN, v);
+    }
 }

@@ -93,6 +93,8 @@ impl Gateway {
     /// Lets the state backend's queued bookkeeping (counts, spend) reach it, for at most
     /// [`AFTER_CUT`].
     async fn flush_state(&self) {
+        // No probe after this point: its verdict could not be written anyway.
+        self.shared.router.stop_health_checks();
         if tokio::time::timeout(AFTER_CUT, self.shared.router.store().flush()).await.is_err() {
             tracing::warn!("state writes still queued at shutdown were dropped");
         }

@@ -8,7 +8,9 @@
 //!
 //! One entry per attempt, oldest first, separated by `, `: `group/deployment:outcome:duration`.
 //! When an affinity chose the serving deployment, the gateway appends ` ~conversation`,
-//! ` ~session` or ` ~prompt_cache` after the last entry.
+//! ` ~session` or ` ~prompt_cache` after the last entry; when the health filter of a group kept
+//! every candidate because all were marked unhealthy ([health](crate::health)), it appends
+//! ` !health-fail-open:<group>` (also sent as `x-switchyard-health-fail-open` on served answers).
 //! `group` and `deployment` (the model group and deployment id from the config) are
 //! percent-encoded outside `A-Z a-z 0-9 - . _ ~`, so `/`, `:`, `,` and spaces inside them never
 //! split an entry; `outcome` is the attempt's class (`success`, `rate_limited`, `server_error`,
@@ -73,6 +75,15 @@ pub fn for_served(served: &Served) -> String {
 /// The trail of a failed call ([`RouteError::trail`](switchyard_layers::RouteError::trail)).
 pub fn for_trail(trail: &[AttemptRecord]) -> String {
     render(trail.iter().map(Entry::of))
+}
+
+/// Appends ` !health-fail-open:<group>` for each group whose health filter failed open (every
+/// candidate was marked unhealthy, so none was dropped).
+pub(crate) fn append_fail_open(value: &mut String, groups: &[std::sync::Arc<str>]) {
+    for g in groups {
+        value.push_str(" !health-fail-open:");
+        encode(value, g);
+    }
 }
 
 /// Inserts `value` as the trail header (it is header-safe by construction).

@@ -21,6 +21,7 @@ use switchyard_layers::{
     BoxError, Registry, RouteBody, StateStore,
     cooldown::{CooldownHook, CooldownLayer},
     fallback::FallbackConfig,
+    health::{HealthCheckError, HealthChecker},
     retry::RetryBudget,
     select::Strategies,
     stack::RoutingStack,
@@ -29,7 +30,11 @@ use switchyard_layers::{
 use tower::{Service, util::BoxCloneSyncService};
 
 use super::{FallbackHook, RouterError, warm_tokenizers};
-use crate::{Config, config::RedisSettings};
+use crate::{
+    Config,
+    config::RedisSettings,
+    health::{HealthSettings, ProviderProber, prober::CooldownFeed},
+};
 
 /// A whole routing stack around the provider, type-erased.
 pub(super) type StackService = BoxCloneSyncService<http::Request<Bytes>, http::Response<RouteBody>, BoxError>;
@@ -54,6 +59,8 @@ pub(super) struct Stack {
 /// What a stack is built from besides the config: kept to build the next one on reload.
 pub(super) struct Parts {
     pub(super) wrap: Wrap,
+    /// The provider, boxed, for the health probes (which go straight to it).
+    pub(super) provider: StackService,
     /// The builder's seed, which overrides the config's.
     pub(super) seed: Option<u64>,
     pub(super) on_cooldown: Option<CooldownHook>,
@@ -106,6 +113,7 @@ impl Parts {
             .fallback(FallbackConfig::new().tables(config.fallbacks.clone()))
             .cooldown(cooldown)
             .retry(retry)
+            .health(config.health.filter(config.cooldown.allowed_fails_policy.is_some()))
             .precall(config.precall.clone())
             .pre_routers(pre_routers);
         if let Some(seed) = self.seed.or(config.seed) {
@@ -121,17 +129,61 @@ impl Parts {
     }
 }
 
+/// The health checks of the live config: their settings, the prober (also used for on-demand
+/// probes) and the background task, when one runs.
+pub(super) struct Health {
+    pub(super) settings: Arc<HealthSettings>,
+    pub(super) prober: Arc<ProviderProber>,
+    /// Dropping it stops the task.
+    pub(super) checker: Option<HealthChecker>,
+}
+
+impl Parts {
+    /// The health checks for `config`: the prober, and the background task when the config
+    /// runs the probes (`background_health_checks` or `enable_health_check_routing`).
+    pub(super) fn health(
+        &self,
+        config: &Config,
+        registry: &Arc<Registry>,
+        store: &Arc<StateStore>,
+    ) -> Result<Health, HealthCheckError> {
+        let settings = Arc::new(config.health.clone());
+        // LiteLLM's `allowed_fails_policy` interaction: with health routing on and a policy set,
+        // failed probes feed the cooldown counts (the policy decides when they bench).
+        let feed =
+            (settings.routing).then_some(config.cooldown.allowed_fails_policy).flatten().map(|policy| CooldownFeed {
+                store: store.clone(),
+                policy,
+                allowed_fails: config.cooldown.allowed_fails,
+                cooldown_time: config.cooldown.cooldown_time,
+            });
+        let prober = Arc::new(ProviderProber::new(self.provider.clone(), settings.clone()).feeding(feed));
+        let mut check = settings.check.clone();
+        if let Some(seed) = self.seed.or(config.seed) {
+            check = check.seed(seed.wrapping_add(2));
+        }
+        let checker = if settings.probes_run() {
+            let task_prober: Arc<dyn switchyard_layers::health::Prober> = prober.clone();
+            Some(HealthChecker::spawn(registry.clone(), store.clone(), check, task_prober)?)
+        } else {
+            None
+        };
+        Ok(Health { settings, prober, checker })
+    }
+}
+
 /// The live stack and what rebuilds it.
 pub(super) struct Live {
     pub(super) parts: Parts,
     /// The settings only a restart applies, as the router was built.
     pub(super) restart_only: RestartOnly,
     pub(super) stack: ArcSwap<Stack>,
+    pub(super) health: parking_lot::Mutex<Health>,
 }
 
 impl Live {
-    pub(super) fn new(parts: Parts, restart_only: RestartOnly, stack: Stack) -> Self {
-        Self { parts, restart_only, stack: ArcSwap::from_pointee(stack) }
+    pub(super) fn new(parts: Parts, restart_only: RestartOnly, stack: Stack, health: Health) -> Self {
+        Self { parts, restart_only, stack: ArcSwap::from_pointee(stack), health: parking_lot::Mutex::new(health) }
     }
 }
 

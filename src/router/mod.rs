@@ -22,11 +22,13 @@ use live::{Live, Parts, RestartOnly, Stack};
 use switchyard_layers::precall::Tokenizer;
 use switchyard_layers::state::StoreError;
 use switchyard_layers::{
-    BoxError, Registry, RouteBody, StateStore,
+    BoxError, Deployment, DeploymentId, Registry, RouteBody, StateStore,
     cooldown::{CooldownEntry, CooldownEvent, CooldownHook},
     deployment::RegistryError,
     fallback::FallbackEvent,
+    health::{HealthCheckError, HealthChecker},
     select::SelectConfigError,
+    state::HealthRecord,
     state::StoreConfig,
 };
 use switchyard_services::provider::{HttpProvider, ProviderConfig, ProviderError};
@@ -68,6 +70,9 @@ pub enum RouterError {
     /// Tokio runtime to run its background tasks on (build the router inside one). An
     /// unreachable Redis is not an error: the backend starts degraded and connects later.
     Store(StoreError),
+    /// The config runs background health checks, which need a Tokio runtime: build the router
+    /// inside one.
+    Health(HealthCheckError),
 }
 
 impl fmt::Display for RouterError {
@@ -78,6 +83,7 @@ impl fmt::Display for RouterError {
             Self::Select(e) => e.fmt(f),
             Self::Provider(e) => e.fmt(f),
             Self::Store(e) => e.fmt(f),
+            Self::Health(e) => e.fmt(f),
         }
     }
 }
@@ -90,6 +96,7 @@ impl std::error::Error for RouterError {
             Self::Select(e) => Some(e),
             Self::Provider(e) => Some(e),
             Self::Store(e) => Some(e),
+            Self::Health(e) => Some(e),
         }
     }
 }
@@ -109,6 +116,8 @@ impl From<RegistryError> for RouterError {
 /// A stack built for a reload, not yet live ([`Router::prepare`]).
 pub(crate) struct Prepared {
     stack: Stack,
+    /// The new config (its health checks start when it is installed).
+    config: Box<Config>,
     /// The keys the new config changes that only a restart applies.
     restart: Vec<String>,
 }
@@ -193,10 +202,19 @@ impl RouterBuilder<'_> {
             Some(store) => store,
             None => default_store(config)?,
         };
+        // The stack holds the provider unboxed; the health probes get a boxed clone of it.
+        let probes = BoxCloneSyncService::new(provider.clone());
         let wrap: live::Wrap = Arc::new(move |stack| BoxCloneSyncService::new(stack.layer(provider.clone())));
-        let parts = Parts { wrap, seed: self.seed, on_cooldown: self.on_cooldown, on_fallback: self.on_fallback };
+        let parts = Parts {
+            wrap,
+            provider: probes,
+            seed: self.seed,
+            on_cooldown: self.on_cooldown,
+            on_fallback: self.on_fallback,
+        };
         let first = parts.stack(config, &store, None)?;
-        let live = Arc::new(Live::new(parts, RestartOnly::of(config), first));
+        let health = parts.health(config, &first.registry, &store).map_err(RouterError::Health)?;
+        let live = Arc::new(Live::new(parts, RestartOnly::of(config), first, health));
         let service = RouterService::new(live.clone());
         Ok(Router { store, live, service })
     }
@@ -311,6 +329,49 @@ impl Router {
         self.live.stack.load().pre_routed.clone()
     }
 
+    /// The health-check settings of the live config.
+    pub fn health_settings(&self) -> Arc<crate::health::HealthSettings> {
+        self.live.health.lock().settings.clone()
+    }
+
+    /// Stops the background health checks (the gateway does on shutdown); a reload starts them
+    /// again if its config runs them.
+    pub fn stop_health_checks(&self) {
+        self.live.health.lock().checker = None;
+    }
+
+    /// Whether a background health-check task is running.
+    pub fn health_checks_running(&self) -> bool {
+        self.live.health.lock().checker.as_ref().is_some_and(|c| !c.is_finished())
+    }
+
+    /// The latest health-probe record of every deployment that has one (this replica's and,
+    /// with Redis, the others'), with its group; stale records included (see
+    /// [`HealthRecord::is_fresh`] with [`health_settings`](Self::health_settings)'s staleness).
+    pub async fn health(&self) -> Vec<(DeploymentId, Option<Arc<str>>, HealthRecord)> {
+        let registry = self.registry();
+        self.store
+            .all_health()
+            .await
+            .into_iter()
+            .map(|(id, record)| {
+                let group = registry.deployment(&id).map(|d| d.group.clone());
+                (id, group, record)
+            })
+            .collect()
+    }
+
+    /// Probes every deployment (of `group`, if given) now, as LiteLLM's `/health` endpoint does:
+    /// through the provider, with the configured probes, bounded in concurrency, each under its
+    /// timeout. Nothing is stored and no lease is taken.
+    pub async fn probe_now(&self, group: Option<&str>) -> Vec<(Arc<Deployment>, HealthRecord)> {
+        let (settings, prober) = {
+            let h = self.live.health.lock();
+            (h.settings.clone(), h.prober.clone())
+        };
+        HealthChecker::probe_now(&self.registry(), &settings.check, &*prober, group).await
+    }
+
     /// The stack as a tower service, to embed in axum or another gateway. Each call runs on the
     /// stack that is live when it starts, so the service follows [reloads](Self::reload).
     pub fn service(&self) -> RouterService {
@@ -338,12 +399,20 @@ impl Router {
     pub(crate) fn prepare(&self, config: &Config) -> Result<Prepared, RouterError> {
         config.validate()?;
         let stack = self.live.parts.stack(config, &self.store, Some(&self.live.stack.load()))?;
-        Ok(Prepared { stack, restart: self.live.restart_only.changed_in(config) })
+        Ok(Prepared { stack, config: Box::new(config.clone()), restart: self.live.restart_only.changed_in(config) })
     }
 
     /// Makes a prepared stack the live one; returns the settings it could not apply.
     pub(crate) fn install(&self, prepared: Prepared) -> Vec<String> {
-        self.live.stack.store(Arc::new(prepared.stack));
+        let stack = Arc::new(prepared.stack);
+        let registry = stack.registry.clone();
+        self.live.stack.store(stack);
+        // The health checks restart with the new settings and deployments (the old task stops
+        // when dropped).
+        match self.live.parts.health(&prepared.config, &registry, &self.store) {
+            Ok(health) => *self.live.health.lock() = health,
+            Err(e) => tracing::warn!(target: "switchyard::router", error = %e, "health checks not restarted"),
+        }
         for line in &prepared.restart {
             tracing::warn!(target: "switchyard::router", "{line}");
         }

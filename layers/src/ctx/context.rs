@@ -23,6 +23,8 @@ struct CallState {
     trail: Trail,
     fallback_hint: OnceLock<FallbackHint>,
     pre_route: OnceLock<Arc<PreRouteDecision>>,
+    /// The groups whose health filter failed open in this call (every candidate unhealthy).
+    health_fail_open: parking_lot::Mutex<Vec<Arc<str>>>,
 }
 
 impl fmt::Debug for CallState {
@@ -123,8 +125,21 @@ impl RouteCtx {
                 trail: Trail::default(),
                 fallback_hint: OnceLock::new(),
                 pre_route: OnceLock::new(),
+                health_fail_open: parking_lot::Mutex::new(Vec::new()),
             }),
         }
+    }
+
+    /// Notes that the health filter kept every candidate of `group` although each was marked
+    /// unhealthy (it fails open rather than leave none); shared by every copy of the request,
+    /// each group once.
+    pub fn note_health_fail_open(&self, group: Arc<str>) {
+        note_fail_open(&self.call, group);
+    }
+
+    /// The groups whose health filter failed open in this call, in order.
+    pub fn health_fail_open(&self) -> Vec<Arc<str>> {
+        self.call.health_fail_open.lock().clone()
     }
 
     /// The name the caller asked for.
@@ -308,8 +323,24 @@ impl CallTrail {
         self.0.trail.records()
     }
 
+    /// The groups whose health filter failed open in this call (see
+    /// [`RouteCtx::health_fail_open`]).
+    pub fn health_fail_open(&self) -> Vec<Arc<str>> {
+        self.0.health_fail_open.lock().clone()
+    }
+
     /// What a pre-router decided for the call, if one did (see [`RouteCtx::pre_route`]).
     pub fn pre_route(&self) -> Option<&Arc<PreRouteDecision>> {
         self.0.pre_route.get()
+    }
+}
+
+/// Most groups noted as failed open in one call (hops are bounded; this only guards memory).
+const FAIL_OPEN_MAX: usize = 16;
+
+fn note_fail_open(call: &CallState, group: Arc<str>) {
+    let mut noted = call.health_fail_open.lock();
+    if noted.len() < FAIL_OPEN_MAX && !noted.contains(&group) {
+        noted.push(group);
     }
 }

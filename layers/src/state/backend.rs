@@ -19,7 +19,8 @@ use std::{
 use futures_util::future::BoxFuture;
 
 use super::{
-    Admission, Bench, Cooldown, CooldownState, Limits, OutcomeCounts, Reservation, SpendState, StoreError, WindowUsage,
+    Admission, Bench, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts, Reservation, SpendState,
+    StoreError, WindowUsage,
 };
 use crate::DeploymentId;
 
@@ -132,7 +133,7 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 }
 
 /// Where shared state lives: cooldowns, outcome counts for the cooldown rules, RPM/TPM usage
-/// windows and reservations, spend and affinity.
+/// windows and reservations, spend, affinity, and health-probe results and leases.
 ///
 /// The contract every backend keeps (the memory and Redis ones are tested against it):
 ///
@@ -153,8 +154,8 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 /// use switchyard_layers::{
 ///     DeploymentId, StateStore,
 ///     state::{
-///         Admission, Bench, Bookkeeping, Cooldown, CooldownState, Growth, LatencyConfig, Limits, MemoryBackend,
-///         OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+///         Admission, Bench, Bookkeeping, Cooldown, CooldownState, Growth, HealthRecord, LatencyConfig, Limits,
+///         MemoryBackend, OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
 ///     },
 /// };
 ///
@@ -197,6 +198,16 @@ pub(crate) fn run_inline(task: BoxFuture<'static, ()>) {
 ///         self.inner.set_affinity(key, id, ttl)
 ///     }
 ///     fn run_bookkeeping(&self, work: Bookkeeping<'_>) { self.inner.run_bookkeeping(work) }
+///     fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>> {
+///         self.inner.health(ids)
+///     }
+///     fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>> { self.inner.all_health() }
+///     fn record_health<'a>(&'a self, id: &'a DeploymentId, r: HealthRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+///         self.inner.record_health(id, r, ttl)
+///     }
+///     fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+///         self.inner.claim_health_lease(id, hold)
+///     }
 /// }
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -288,4 +299,34 @@ pub trait StoreBackend: fmt::Debug + Send + Sync + 'static {
     /// Runs bookkeeping off the request path: it must not block, and is applied at once or queued
     /// (a bounded queue may drop it when full).
     fn run_bookkeeping(&self, work: Bookkeeping<'_>);
+
+    /// A cheap local check: `false` only when no deployment has an unhealthy health record
+    /// (`true` means "read to find out", which is always correct).
+    fn may_have_unhealthy(&self) -> bool {
+        true
+    }
+
+    /// The latest health-probe record of each of `ids`, in the same order (`None`: never probed,
+    /// or the record expired). Read before every attempt when health routing is on: keep it cheap
+    /// (the Redis backend reads a local mirror).
+    fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>>;
+
+    /// Every health record held, by deployment id.
+    fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>>;
+
+    /// Stores a probe's verdict on `id`, kept for `ttl`; an older verdict never replaces a newer
+    /// one.
+    fn record_health<'a>(&'a self, id: &'a DeploymentId, record: HealthRecord, ttl: Duration) -> StoreFuture<'a, ()>;
+
+    /// Takes the probe lease of `id` for `hold` unless another holder's runs: whether this
+    /// replica probes `id` this interval (one replica per deployment per interval).
+    fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool>;
+
+    /// Brings this replica's view of the health of `ids` up to date with the shared state (the
+    /// probe task calls it once per interval, off the request path). Nothing to do for a backend
+    /// that has no local view: the default.
+    fn refresh_health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, ()> {
+        let _ = ids;
+        StoreFuture::ready(())
+    }
 }

@@ -14,8 +14,9 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Bench, Bookkeeping, Cooldown, CooldownState, Limits, OutcomeCounts, Reservation, SpendState,
-    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    Admission, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts, Reservation,
+    SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    health::HealthState,
     window::{Counts, SlidingWindow},
 };
 use crate::DeploymentId;
@@ -77,6 +78,8 @@ pub(crate) struct MemoryState {
     outcomes: super::IdMap<SlidingWindow>,
     spend: DashMap<Arc<str>, Spend>,
     affinity: DashMap<Arc<str>, Sticky>,
+    /// Health-probe records and probe leases.
+    pub(crate) health: HealthState,
     /// Bumped whenever a cooldown is set, changed or lifted (not when one simply runs out).
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -94,6 +97,7 @@ impl MemoryState {
             outcomes: super::IdMap::default(),
             spend: DashMap::new(),
             affinity: DashMap::new(),
+            health: HealthState::default(),
             changes: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -521,5 +525,26 @@ impl StoreBackend for MemoryBackend {
             }
             Bookkeeping::Task(task) => super::backend::run_inline(task),
         }
+    }
+
+    fn may_have_unhealthy(&self) -> bool {
+        self.0.health.may_have_unhealthy()
+    }
+
+    fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>> {
+        StoreFuture::ready(self.0.health.health(ids))
+    }
+
+    fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>> {
+        StoreFuture::ready(self.0.health.all())
+    }
+
+    fn record_health<'a>(&'a self, id: &'a DeploymentId, record: HealthRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.0.health.put(id, record, ttl);
+        StoreFuture::ready(())
+    }
+
+    fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        StoreFuture::ready(self.0.health.claim_lease(id, hold))
     }
 }

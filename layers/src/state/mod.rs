@@ -23,6 +23,7 @@
 //! ```
 
 mod backend;
+mod health;
 mod local;
 mod memory;
 #[cfg(feature = "redis")]
@@ -37,6 +38,7 @@ pub(crate) type IdMap<V> = dashmap::DashMap<DeploymentId, V, rustc_hash::FxBuild
 use std::{sync::Arc, time::Duration};
 
 pub use backend::{Bookkeeping, StoreBackend, StoreFuture};
+pub use health::HealthRecord;
 pub use local::{InFlightGuard, LatencyConfig, LocalState, SlotWatch};
 pub use memory::MemoryBackend;
 #[cfg(feature = "redis")]
@@ -332,6 +334,61 @@ impl StateStore {
     /// The deployment `key` sticks to, unless its entry expired (an expired entry is dropped).
     pub fn affinity<'a>(&'a self, key: &'a str) -> StoreFuture<'a, Option<DeploymentId>> {
         self.backend.affinity(key)
+    }
+
+    /// A cheap local check: `false` only when no deployment has an unhealthy health record, so
+    /// the health filter can skip its read (`true` means "read to find out").
+    pub fn may_have_unhealthy(&self) -> bool {
+        self.backend.may_have_unhealthy()
+    }
+
+    /// The latest health-probe record of each of `ids`, in the same order (`None`: never probed,
+    /// or expired). Stale records are returned as they are: the reader decides what is stale. With
+    /// Redis, from the local mirror (refreshed by the probe task every interval): no round trip.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use switchyard_layers::{DeploymentId, StateStore, state::HealthRecord};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let store = StateStore::memory();
+    /// let id = DeploymentId::from("azure-eu-1");
+    /// let failed = HealthRecord::new(false, Duration::from_millis(40), Some(503), "503 Service Unavailable");
+    /// store.record_health(&id, failed, Duration::from_secs(900)).await;
+    /// assert!(!store.health(std::slice::from_ref(&id)).await[0].as_ref().unwrap().healthy);
+    /// # }
+    /// ```
+    pub fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>> {
+        self.backend.health(ids)
+    }
+
+    /// Every health record held, by deployment id.
+    pub fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>> {
+        self.backend.all_health()
+    }
+
+    /// Stores a probe's verdict on `id`, kept for `ttl` (an older verdict never replaces a newer
+    /// one). With Redis, one script, shared with every replica.
+    pub fn record_health<'a>(
+        &'a self,
+        id: &'a DeploymentId,
+        record: HealthRecord,
+        ttl: Duration,
+    ) -> StoreFuture<'a, ()> {
+        self.backend.record_health(id, record, ttl)
+    }
+
+    /// Takes the probe lease of `id` for `hold`: whether this replica probes `id` now. With Redis
+    /// one replica of the fleet gets it per `hold` (`SET NX PX`).
+    pub fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        self.backend.claim_health_lease(id, hold)
+    }
+
+    /// Brings this replica's view of the health of `ids` up to date with the shared state (with
+    /// Redis, one script per deployment, off the request path; at once in memory).
+    pub fn refresh_health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, ()> {
+        self.backend.refresh_health(ids)
     }
 
     /// Makes `key` stick to `id` for `ttl` from now (replacing and refreshing any earlier entry).

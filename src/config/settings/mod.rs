@@ -2,6 +2,7 @@
 //! -> validation); the conversion of each settings section is in its own module.
 
 mod general_settings;
+mod health_keys;
 mod litellm_settings;
 mod redis_keys;
 mod router_settings;
@@ -87,6 +88,7 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
             sources.pre_routers.push(format!("model_list[{i}]"));
             continue;
         }
+        let health = health_keys::model_info(i, model.model_info.as_ref().map(|info| &info.extra))?;
         let (expanded, prefs) = deployments(i, model, &mut w)?;
         if let (Some(prefs), Some(first)) = (prefs, expanded.first()) {
             auto_router::merge_preferences(&mut config.routing_preferences, &first.group, prefs, || {
@@ -94,18 +96,22 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
             })?;
         }
         for d in expanded {
+            health_keys::attach(&mut config, &d.id, health.clone());
             config.deployments.push(d);
             sources.entries.push(i);
         }
     }
-    let router = raw.router_settings.unwrap_or_default();
+    let mut router = raw.router_settings.unwrap_or_default();
+    let mut general_raw = raw.general_settings.unwrap_or_default();
+    health_keys::sections(&mut config, &mut router, &mut general_raw)?;
     let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);
     unsupported_providers(&mut config, &mut sources, skip_unsupported, &mut w)?;
     let litellm = raw.litellm_settings.unwrap_or_default();
     shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
     router_only(&mut config, router, &mut w)?;
     w.ignored_keys("litellm_settings", &litellm.extra, NOT_SUPPORTED);
-    general(&mut config, raw.general_settings.unwrap_or_default(), &mut w)?;
+    general(&mut config, general_raw, &mut w)?;
+    health_keys::check_groups(&config, &mut w);
     validate::validate(&config, &sources)?;
     Ok((config, w.list))
 }

@@ -69,6 +69,12 @@ fn builder() -> PrometheusBuilder {
         .set_buckets_for_metric(Matcher::Full(REQUEST_DURATION.to_owned()), &DURATION_BUCKETS)
         .and_then(|b| b.set_buckets_for_metric(Matcher::Full(OVERHEAD.to_owned()), &OVERHEAD_BUCKETS))
         .and_then(|b| {
+            b.set_buckets_for_metric(
+                Matcher::Full("switchyard_health_probe_duration_seconds".to_owned()),
+                &DURATION_BUCKETS,
+            )
+        })
+        .and_then(|b| {
             litellm::HISTOGRAMS.iter().try_fold(b, |b, name| {
                 b.set_buckets_for_metric(Matcher::Full((*name).to_owned()), &litellm::LATENCY_BUCKETS)
             })
@@ -94,6 +100,19 @@ fn describe() {
     );
     metrics::describe_counter!(RELOADS, "Config reloads, by result.");
     metrics::describe_counter!("switchyard_cooldowns_total", "Deployments benched, by group, deployment and outcome.");
+    metrics::describe_gauge!(
+        "switchyard_deployment_healthy",
+        "1 when the deployment's latest fresh health probe succeeded, 0 when it failed."
+    );
+    metrics::describe_histogram!(
+        "switchyard_health_probe_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time of one health probe, by group, deployment and result (healthy, unhealthy, timeout)."
+    );
+    metrics::describe_counter!(
+        "switchyard_health_fail_open_total",
+        "Attempts whose health filter kept every candidate because all were marked unhealthy, by group."
+    );
     litellm::describe();
 }
 
@@ -107,6 +126,7 @@ pub(crate) fn endpoint_label(path: &str) -> &'static str {
         "/v1/models" | "/models" => "/v1/models",
         "/health/liveliness" | "/health/liveness" => "/health/liveliness",
         "/health/readiness" => "/health/readiness",
+        "/health" => "/health",
         "/metrics" => "/metrics",
         "/router/deployments" => "/router/deployments",
         "/router/reload" => "/router/reload",

@@ -25,6 +25,19 @@ pub(crate) struct Readiness {
     model_groups: usize,
     cooling_down: usize,
     state: StateStatus,
+    health_checks: HealthChecks,
+}
+
+/// What the background health checks found: deployments unhealthy, not the gateway (it stays
+/// ready while any deployment is registered).
+#[derive(Serialize)]
+pub(crate) struct HealthChecks {
+    /// The probes run on this replica.
+    enabled: bool,
+    /// Unhealthy deployments are filtered before the cooldown filter.
+    routing: bool,
+    /// Deployments whose latest fresh probe failed.
+    unhealthy: Vec<String>,
 }
 
 /// Where routing state lives, and whether this replica is on its own for now.
@@ -41,6 +54,16 @@ pub(crate) async fn readiness(State(shared): State<Arc<GatewayState>>) -> (Statu
     let deployments = shared.router.registry().deployments();
     let model_groups = deployments.iter().map(|d| &d.group).collect::<HashSet<_>>().len();
     let cooling_down = shared.router.cooldowns().await.len();
+    let settings = shared.router.health_settings();
+    let now = tokio::time::Instant::now();
+    let unhealthy = shared
+        .router
+        .health()
+        .await
+        .into_iter()
+        .filter(|(_, _, r)| !r.healthy && r.is_fresh(settings.check.staleness, now))
+        .map(|(id, _, _)| id.to_string())
+        .collect();
     let ready = !deployments.is_empty();
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     let body = Readiness {
@@ -51,6 +74,11 @@ pub(crate) async fn readiness(State(shared): State<Arc<GatewayState>>) -> (Statu
         state: StateStatus {
             backend: shared.router.store().backend_name(),
             degraded: shared.router.store().is_degraded(),
+        },
+        health_checks: HealthChecks {
+            enabled: shared.router.health_checks_running(),
+            routing: settings.routing,
+            unhealthy,
         },
     };
     (status, Json(body))

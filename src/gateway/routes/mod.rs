@@ -4,6 +4,7 @@
 pub(crate) mod deployments;
 pub(crate) mod health;
 pub(crate) mod models;
+pub(crate) mod probes;
 pub(crate) mod reload;
 pub(crate) mod responses;
 pub(crate) mod state;

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use switchyard_layers::{
     Deployment, DeploymentId,
     deployment::WeightBasis,
-    state::{CooldownState, LocalState, WindowUsage},
+    state::{CooldownState, HealthRecord, LocalState, WindowUsage},
 };
 use tokio::{sync::broadcast::error::RecvError, time::Instant};
 
@@ -50,6 +50,10 @@ pub(crate) struct Snapshot {
     master_key: bool,
     cooldown_time_seconds: f64,
     last_event_seq: u64,
+    /// `enable_health_check_routing`: unhealthy deployments are filtered.
+    health_routing: bool,
+    /// The background probes run on this replica.
+    health_checks: bool,
     groups: Vec<GroupView>,
 }
 
@@ -68,7 +72,8 @@ struct DeploymentView {
     id: String,
     model: String,
     provider: String,
-    /// `blocked`, `cooling_down`, `half_open`, `at_limit` or `healthy`, first that applies.
+    /// `blocked`, `unhealthy` (a fresh health probe failed), `cooling_down`, `half_open`,
+    /// `at_limit` or `healthy`, first that applies.
     state: &'static str,
     cooldown: CooldownView,
     /// Which limits are reached: `rpm`, `tpm`, `parallel`.
@@ -84,6 +89,39 @@ struct DeploymentView {
     tpm: Limit,
     parallel: Limit,
     window: WindowView,
+    /// The latest health probe's verdict; `null` when never probed.
+    health: Option<HealthView>,
+}
+
+/// A health probe's verdict, as the dashboard shows it.
+#[derive(Serialize)]
+struct HealthView {
+    healthy: bool,
+    /// Older than the staleness threshold: the filter ignores it.
+    stale: bool,
+    age_seconds: f64,
+    latency_ms: f64,
+    status: Option<u16>,
+    reason: String,
+}
+
+impl HealthView {
+    fn new(r: &HealthRecord, staleness: Duration, now: Instant) -> Self {
+        Self {
+            healthy: r.healthy,
+            stale: !r.is_fresh(staleness, now),
+            age_seconds: (r.age(now).as_secs_f64() * 10.0).round() / 10.0,
+            latency_ms: (r.latency.as_secs_f64() * 10_000.0).round() / 10.0,
+            status: r.status,
+            reason: r.reason.to_string(),
+        }
+    }
+}
+
+/// The health records and what makes them stale.
+struct HealthRead {
+    records: HashMap<DeploymentId, HealthRecord>,
+    staleness: Duration,
 }
 
 #[derive(Serialize)]
@@ -123,6 +161,11 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
     let StoreView { registry, deployments, cooldowns, usage } = StoreView::read(&shared).await;
     dashboard.stats.retain(|id| registry.deployment(id).is_some());
     dashboard.feed.sweep();
+    let health_settings = router.health_settings();
+    let health = HealthRead {
+        records: router.store().all_health().await.into_iter().collect(),
+        staleness: health_settings.check.staleness,
+    };
 
     let now = Instant::now();
     let mut order: Vec<Arc<str>> = Vec::new();
@@ -140,7 +183,7 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
             let rows = members.remove(&name).unwrap_or_default();
             let group = registry.group(&name);
             let basis = group.map(|g| g.weight_basis());
-            group_view(&name, basis, &rows, &cooldowns, dashboard, router.store().local(), now)
+            group_view(&name, basis, &rows, &cooldowns, &health, dashboard, router.store().local(), now)
         })
         .collect();
     Json(Snapshot {
@@ -152,16 +195,21 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
         master_key: settings.master_key.is_some(),
         cooldown_time_seconds: settings.cooldown_time.as_secs_f64(),
         last_event_seq: dashboard.feed.last_seq(),
+        health_routing: health_settings.routing,
+        health_checks: router.health_checks_running(),
         groups,
     })
     .into_response()
 }
 
+// Everything one group's rows are made of; a struct would only rename these.
+#[allow(clippy::too_many_arguments)]
 fn group_view(
     name: &str,
     basis: Option<WeightBasis>,
     rows: &[(&Arc<Deployment>, WindowUsage)],
     cooldowns: &HashMap<DeploymentId, CooldownState>,
+    health: &HealthRead,
     dashboard: &Dashboard,
     local: &LocalState,
     now: Instant,
@@ -184,8 +232,10 @@ fn group_view(
                 .map(|(n, _)| n)
                 .collect();
             let cooldown = cooldowns.get(&d.id);
+            let probe = health.records.get(&d.id).map(|r| HealthView::new(r, health.staleness, now));
             let state = match cooldown {
                 _ if d.blocked => "blocked",
+                _ if probe.as_ref().is_some_and(|h| !h.healthy && !h.stale) => "unhealthy",
                 Some(CooldownState::CoolingDown(_)) => "cooling_down",
                 Some(CooldownState::HalfOpen { .. }) => "half_open",
                 _ if !limits_reached.is_empty() => "at_limit",
@@ -207,6 +257,7 @@ fn group_view(
                 tpm,
                 parallel,
                 window,
+                health: probe,
             }
         })
         .collect();

@@ -50,6 +50,11 @@ impl Keys {
         [format!("{}:{{d:{id}}}:outcomes:t", self.prefix), format!("{}:{{d:{id}}}:outcomes:c", self.prefix)]
     }
 
+    /// A deployment's health-probe record and its probe lease.
+    pub(crate) fn health(&self, id: &DeploymentId) -> [String; 2] {
+        [format!("{}:{{d:{id}}}:health", self.prefix), format!("{}:{{d:{id}}}:health:lease", self.prefix)]
+    }
+
     /// A budget's spend (the pre-call layer's `provider_spend:...` / `deployment_spend:...`).
     pub(crate) fn spend(&self, key: &str) -> String {
         format!("{}:{{s:{key}}}:spend", self.prefix)

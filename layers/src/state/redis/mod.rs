@@ -26,6 +26,7 @@
 mod cache;
 mod config;
 mod conn;
+mod health;
 mod keys;
 mod mirror;
 mod ops;
@@ -52,8 +53,8 @@ use conn::{AsConn, Counters, Handles};
 use keys::Keys;
 
 use super::{
-    Admission, Bench, Bookkeeping, Cooldown, CooldownState, IdMap, Limits, OutcomeCounts, SpendState, StoreBackend,
-    StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
+    Admission, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, IdMap, Limits, OutcomeCounts, SpendState,
+    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
 };
 use crate::DeploymentId;
 
@@ -339,6 +340,30 @@ impl StoreBackend for RedisBackend {
             Bookkeeping::Spend { key, amount, period } => self.add_spend_detached(key, amount, period),
             Bookkeeping::Task(task) => self.replica.detach(task),
         }
+    }
+
+    fn may_have_unhealthy(&self) -> bool {
+        self.replica.local.health.may_have_unhealthy()
+    }
+
+    fn health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, Vec<Option<HealthRecord>>> {
+        StoreFuture::ready(self.replica.local.health.health(ids))
+    }
+
+    fn all_health(&self) -> StoreFuture<'_, Vec<(DeploymentId, HealthRecord)>> {
+        StoreFuture::ready(self.replica.local.health.all())
+    }
+
+    fn record_health<'a>(&'a self, id: &'a DeploymentId, record: HealthRecord, ttl: Duration) -> StoreFuture<'a, ()> {
+        StoreFuture::pending(self.record_health(id, record, ttl))
+    }
+
+    fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
+        StoreFuture::pending(self.claim_health_lease(id, hold))
+    }
+
+    fn refresh_health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, ()> {
+        StoreFuture::pending(self.refresh_health(ids))
     }
 }
 

@@ -29,3 +29,5 @@ pub(crate) static CLEAR: LazyLock<Script> = script!("clock.lua", "cooldown.lua" 
 pub(crate) static READ: LazyLock<Script> = script!("clock.lua", "cooldown.lua" => "read.lua");
 pub(crate) static SPEND_ADD: LazyLock<Script> = script!(=> "spend_add.lua");
 pub(crate) static SPEND_READ: LazyLock<Script> = script!(=> "spend_read.lua");
+pub(crate) static HEALTH_SET: LazyLock<Script> = script!("clock.lua" => "health_set.lua");
+pub(crate) static HEALTH_READ: LazyLock<Script> = script!("clock.lua" => "health_read.lua");

@@ -77,6 +77,7 @@
 
   const STATE_LABEL = {
     healthy: 'healthy',
+    unhealthy: 'unhealthy',
     cooling_down: 'cooling down',
     half_open: 'half-open',
     at_limit: 'at limit',
@@ -163,6 +164,12 @@
     }
     if (d.limits_reached && d.limits_reached.length) {
       cell.append(el('div', { class: 'reason' }, `at its ${d.limits_reached.join(' / ')} limit`));
+    }
+    const h = d.health;
+    if (h) {
+      const verdict = h.healthy ? 'probe ok' : `probe failed${h.status ? ` (HTTP ${h.status})` : ''}: ${h.reason}`;
+      const when = `${fmtDuration(h.age_seconds)} ago · ${fmtMs(h.latency_ms)}${h.stale ? ' · stale, ignored' : ''}`;
+      cell.append(el('div', { class: `reason health ${h.healthy ? 'ok' : 'bad'}`, 'data-testid': 'health' }, `${verdict} · ${when}`));
     }
     return cell;
   }
