@@ -218,6 +218,8 @@ impl GatewayBuilder {
         self.limits.check().map_err(GatewayError::Limits)?;
         reload::check_all(&self.config, self.check.as_ref()).map_err(GatewayError::Deployment)?;
         let dashboard = ui::Dashboard::new(self.config.precall.default_max_parallel_requests);
+        // The recorder first: gauges set before it is installed would be lost.
+        let prometheus = self.prometheus.or_else(metrics::process_handle);
         let litellm = Arc::new(metrics::litellm::LiteLlmMetrics::default());
         litellm.set_deployments(&self.config.deployments);
         let (on_fallback, on_cooldown, litellm_cooldown) = (dashboard.clone(), dashboard.clone(), litellm.clone());
@@ -237,7 +239,6 @@ impl GatewayBuilder {
             router = router.seed(seed);
         }
         let router = router.build(provider).map_err(GatewayError::Router)?;
-        let prometheus = self.prometheus.or_else(metrics::process_handle);
         let shared = GatewayState {
             router,
             settings: ArcSwap::from_pointee(GatewaySettings::of(&self.config)),
