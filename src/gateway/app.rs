@@ -25,7 +25,7 @@ use super::{
     headers::REQUEST_ID,
     observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
-    routes::{deployments, health, models, probes, reload, responses, state},
+    routes::{deployments, feedback, health, models, probes, reload, responses, state},
     ui,
 };
 
@@ -56,7 +56,7 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
             shared.dashboard.clone(),
             shared.litellm.clone(),
             shared.routing_trail,
-            RoutingState { router: shared.router.clone() },
+            RoutingState { router: shared.router.clone(), feedback: shared.feedback.clone() },
         ))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
@@ -85,6 +85,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
         .route("/router/events", get(state::events))
         .route("/router/events/stream", get(state::stream))
         .route("/router/reload", post(reload::reload))
+        .route("/router/feedback", post(feedback::feedback))
+        .route("/adaptive_router/state", get(feedback::adaptive_state))
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));
     let open = axum::Router::new()
         .route("/health/liveliness", get(health::liveliness))

@@ -22,6 +22,7 @@ use switchyard_layers::{
     cooldown::{CooldownHook, CooldownLayer},
     fallback::FallbackConfig,
     health::{HealthCheckError, HealthChecker},
+    preroute::adaptive::AdaptiveRouter,
     retry::RetryBudget,
     select::Strategies,
     stack::RoutingStack,
@@ -51,6 +52,8 @@ pub(super) struct Stack {
     pub(super) cooldown: CooldownLayer,
     /// The virtual model names the pre-route layer answers for, sorted.
     pub(super) pre_routed: Vec<String>,
+    /// The adaptive pre-routers among them (feedback, the dashboard).
+    pub(super) adaptive: Vec<AdaptiveRouter>,
     /// The retry budget, handed to the next stack if its settings stay the same.
     budget: Option<Arc<RetryBudget>>,
     pub(super) service: StackService,
@@ -80,7 +83,7 @@ impl Parts {
         store: &Arc<StateStore>,
         previous: Option<&Stack>,
     ) -> Result<Stack, RouterError> {
-        let pre_routers = config.build_pre_routers()?;
+        let (pre_routers, adaptive) = config.build_pre_routers_over(store)?;
         let pre_routed = pre_routers.names().map(str::to_owned).collect();
         let registry = Arc::new(Registry::new());
         for d in &config.deployments {
@@ -125,7 +128,7 @@ impl Parts {
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
         let service = (self.wrap)(&stack);
-        Ok(Stack { registry, cooldown, pre_routed, budget, service })
+        Ok(Stack { registry, cooldown, pre_routed, adaptive, budget, service })
     }
 }
 

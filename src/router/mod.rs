@@ -329,6 +329,14 @@ impl Router {
         self.live.stack.load().pre_routed.clone()
     }
 
+    /// The live stack's adaptive pre-routers (`auto_router/adaptive_router` entries), in config
+    /// order: for [feedback](switchyard_layers::preroute::adaptive::AdaptiveRouter::feedback)
+    /// and their [snapshots](switchyard_layers::preroute::adaptive::AdaptiveRouter::snapshot).
+    /// A reload builds new ones over the same store, so what they learned carries over.
+    pub fn adaptive_routers(&self) -> Vec<switchyard_layers::preroute::adaptive::AdaptiveRouter> {
+        self.live.stack.load().adaptive.clone()
+    }
+
     /// The health-check settings of the live config.
     pub fn health_settings(&self) -> Arc<crate::health::HealthSettings> {
         self.live.health.lock().settings.clone()

@@ -2,6 +2,7 @@
 //! state, stored-response operations and token counting. The OpenAI endpoints are the routing stack itself, mounted in [`app`](super::app).
 
 pub(crate) mod deployments;
+pub(crate) mod feedback;
 pub(crate) mod health;
 pub(crate) mod models;
 pub(crate) mod probes;
