@@ -342,6 +342,7 @@ fn adaptive(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) ->
         let path = lp(&format!("adaptive_router_config.{key}"));
         w.ignored(format!("model_list[].litellm_params.adaptive_router_config.{key}"), &path, NOT_SUPPORTED);
     }
+    config.check().map_err(|e| ConfigError::invalid(lp("adaptive_router_config"), e.message()))?;
     let default_model: Option<String> = take(p, "adaptive_router_default_model", lp)?;
     Ok(AutoRouter::Adaptive(Box::new(AdaptiveSettings { config, default_model })))
 }

@@ -25,6 +25,11 @@ impl AdaptiveConfigError {
     pub(super) fn new(message: impl Into<String>) -> Self {
         Self { message: message.into() }
     }
+
+    /// What is wrong, starting with the key inside `adaptive_router_config` (`weights: ...`).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
 }
 
 impl fmt::Display for AdaptiveConfigError {
@@ -126,8 +131,16 @@ impl AdaptiveRouterConfig {
         self
     }
 
-    /// The checks LiteLLM's pydantic model makes, and Switchyard's own.
-    pub(super) fn check(&self) -> Result<(), AdaptiveConfigError> {
+    /// The checks LiteLLM's pydantic model makes, and Switchyard's own (what
+    /// [`AdaptiveRouter::new`](super::AdaptiveRouter::new) checks first).
+    ///
+    /// ```
+    /// use switchyard_layers::preroute::adaptive::{AdaptiveRouterConfig, Weights};
+    ///
+    /// let err = AdaptiveRouterConfig::new(["a"]).with_weights(Weights::new(0.9, 0.3)).check().unwrap_err();
+    /// assert!(err.to_string().contains("weights: must sum to 1.0"));
+    /// ```
+    pub fn check(&self) -> Result<(), AdaptiveConfigError> {
         if self.available_models.is_empty() {
             return Err(AdaptiveConfigError::new("available_models: must name at least one model group"));
         }
