@@ -230,3 +230,37 @@ async fn without_an_adaptive_router_the_state_is_404() {
     let answer = send("GET", format!("{}/adaptive_router/state", gw.origin), None, &[]).await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_for_a_virtual_name_counts_as_the_group_its_pre_router_would_pick() {
+    let (a, b) = (healthy(), healthy());
+    let yaml = format!(
+        "{}  - model_name: tiered
+    litellm_params:
+      model: auto_router/complexity_router
+      complexity_router_config: {{ tiers: {{ SIMPLE: bad, MEDIUM: bad, COMPLEX: good, REASONING: good }} }}
+",
+        learning_yaml(&a.base_url(), &b.base_url()).replace("router_settings: { num_retries: 0 }\n", "")
+    );
+    let gw = gateway(&yaml).await;
+    let body = |model: &str| {
+        json!({"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "Hello there, how are you?"}]})
+            .to_string()
+    };
+    for path in ["/v1/messages/count_tokens", "/anthropic/v1/messages/count_tokens"] {
+        for (model, group) in [("tiered", Some("bad")), ("smart", None)] {
+            let answer = post(format!("{}{path}", gw.origin), &body(model), &[]).await;
+            assert_eq!(answer.status, StatusCode::OK, "{model}: {:?}", answer.body);
+            assert!(answer.json()["input_tokens"].as_u64().is_some_and(|n| n > 0), "{:?}", answer.body);
+            let routed = answer.header(ROUTED_MODEL_HEADER.as_str());
+            match group {
+                Some(group) => assert_eq!(routed, group),
+                None => assert!(["good", "bad"].contains(&routed), "{routed}"),
+            }
+        }
+    }
+    // Counting is not routing: the adaptive router counted no decision, and no upstream was called.
+    let state = send("GET", format!("{}/adaptive_router/state", gw.origin), None, &[]).await.json();
+    assert_eq!(state["routers"][0]["decisions"], 0);
+    assert_eq!((a.requests(), b.requests()), (0, 0));
+}

@@ -101,6 +101,13 @@ pub trait PreRouter: Send + Sync + 'static {
         name == requested
     }
 
+    /// The group this router would most likely choose for `input`, without side effects (no
+    /// draw counted, nothing learned): what the gateway's `count_tokens` uses to count a virtual
+    /// name's tokens for the model that would serve it. By default [`route`](Self::route).
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        self.route(input)
+    }
+
     /// Whether the router wants [`on_outcome`](Self::on_outcome) called (`false` by default: a
     /// router that learns nothing costs nothing when the call ends).
     fn wants_outcome(&self) -> bool {
@@ -132,6 +139,10 @@ impl<P: PreRouter + ?Sized> PreRouter for Arc<P> {
 
     fn answers_for(&self, name: &str, requested: &str) -> bool {
         (**self).answers_for(name, requested)
+    }
+
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        (**self).preview(input)
     }
 
     fn wants_outcome(&self) -> bool {

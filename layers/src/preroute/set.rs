@@ -87,6 +87,10 @@ impl PreRouter for PreRouters {
         !self.by_name.is_empty() && self.by_name.contains_key(requested)
     }
 
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        self.by_name.get(input.requested())?.preview(input)
+    }
+
     fn wants_outcome(&self) -> bool {
         self.wants_outcome
     }

@@ -251,8 +251,19 @@ impl AdaptiveRouter {
     }
 
     /// The decision for a request of `class` from a caller who accepts no group below tier
-    /// `min_quality_tier`, drawing from `rng`.
+    /// `min_quality_tier`, drawing from `rng`; counted in the [snapshot](Self::snapshot).
     pub fn decide(&self, class: RequestClass, min_quality_tier: Option<u32>, rng: &mut impl Rng) -> PreRouteDecision {
+        self.choose(class, min_quality_tier, Some(rng))
+    }
+
+    /// The greedy decision (the best posterior mean, no draw), not counted: [`PreRouter::preview`].
+    pub fn greedy(&self, class: RequestClass, min_quality_tier: Option<u32>) -> PreRouteDecision {
+        self.choose::<rand::rngs::SmallRng>(class, min_quality_tier, None)
+    }
+
+    /// With `rng` a Thompson draw, counted; without, the posterior means, not counted.
+    fn choose<R: Rng>(&self, class: RequestClass, min_quality_tier: Option<u32>, rng: Option<&mut R>) -> PreRouteDecision {
+        let mut rng = rng;
         let inner = &*self.inner;
         let mut unmet = None;
         let mut eligible: Vec<usize> = match min_quality_tier {
@@ -273,27 +284,34 @@ impl AdaptiveRouter {
         let mut greedy: Option<(usize, f64)> = None;
         for (&g, &c) in eligible.iter().zip(&costs) {
             let (alpha, beta) = posteriors[self.cell(class, g)];
-            let sample = Beta::new(alpha, beta).map_or(alpha / (alpha + beta), |d| d.sample(rng));
+            let mean_quality = alpha / (alpha + beta);
+            let sample = match rng.as_deref_mut() {
+                Some(rng) => Beta::new(alpha, beta).map_or(mean_quality, |d| d.sample(rng)),
+                None => mean_quality,
+            };
             let score = quality * sample + cost_weight * c;
             if best.is_none_or(|(_, _, _, s)| score > s) {
                 best = Some((g, sample, c, score));
             }
-            let mean = quality * alpha / (alpha + beta) + cost_weight * c;
+            let mean = quality * mean_quality + cost_weight * c;
             if greedy.is_none_or(|(_, s)| mean > s) {
                 greedy = Some((g, mean));
             }
         }
         let (g, sample, c, score) = best.unwrap_or((0, 0.5, 0.5, 0.5));
+        let counted = rng.is_some();
         let explored = greedy.is_some_and(|(best_mean, _)| best_mean != g);
         let stats = &inner.stats[self.cell(class, g)];
-        stats.chosen.fetch_add(1, Relaxed);
+        if counted {
+            stats.chosen.fetch_add(1, Relaxed);
+        }
         let mut decision = PreRouteDecision::new(inner.groups[g].name.clone(), REASON)
             .with_tier(class.as_str())
             .with_score(score)
             .with_dimension(DimensionScore::new("quality", sample, quality))
             .with_dimension(DimensionScore::new("cost", c, cost_weight))
             .with_signal(format!("class {class}"));
-        if explored {
+        if explored && counted {
             stats.explored.fetch_add(1, Relaxed);
             if let Some((m, _)) = greedy {
                 decision = decision.with_signal(format!("explore (greedy {})", inner.groups[m].name));
@@ -459,15 +477,23 @@ fn normalized_costs(costs: impl Iterator<Item = Option<f64>>) -> Vec<f64> {
     }
 }
 
+/// The class of a request: its newest user text, classified.
+fn class_of(input: &PreRouteInput<'_>) -> RequestClass {
+    let text = input
+        .conversation()
+        .and_then(|c| c.turns().iter().rev().find(|t| t.role == Role::User && !t.text.trim().is_empty()))
+        .map_or("", |t| t.text.as_str());
+    RequestClass::classify(text)
+}
+
 impl PreRouter for AdaptiveRouter {
     fn route(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
         self.start_sync();
-        let text = input
-            .conversation()
-            .and_then(|c| c.turns().iter().rev().find(|t| t.role == Role::User && !t.text.trim().is_empty()))
-            .map_or("", |t| t.text.as_str());
-        let class = RequestClass::classify(text);
-        Some(self.decide(class, input.facts().min_quality_tier, &mut self.inner.seeds.rng()))
+        Some(self.decide(class_of(input), input.facts().min_quality_tier, &mut self.inner.seeds.rng()))
+    }
+
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        Some(self.greedy(class_of(input), input.facts().min_quality_tier))
     }
 
     fn wants_outcome(&self) -> bool {
