@@ -264,3 +264,18 @@ async fn count_tokens_for_a_virtual_name_counts_as_the_group_its_pre_router_woul
     assert_eq!(state["routers"][0]["decisions"], 0);
     assert_eq!((a.requests(), b.requests()), (0, 0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feedback_and_the_adaptive_state_take_the_master_key() {
+    let (a, b) = (healthy(), healthy());
+    let yaml = format!("{}general_settings: {{ master_key: sk-test-1234 }}\n", learning_yaml(&a.base_url(), &b.base_url()));
+    let gw = gateway(&yaml).await;
+    let body = json!({"request_id": "x", "score": 1}).to_string();
+    let answer = post(format!("{}/router/feedback", gw.origin), &body, &[]).await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    let answer = send("GET", format!("{}/adaptive_router/state", gw.origin), None, &[]).await;
+    assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+    let key = [("authorization", "Bearer sk-test-1234")];
+    let answer = post(format!("{}/router/feedback", gw.origin), &body, &key).await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{:?}", answer.body);
+}
