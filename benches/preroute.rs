@@ -97,8 +97,9 @@ fn bench(c: &mut Criterion) {
         AdaptiveCandidate::new(name.as_str(), AdaptivePreferences::new(tier)).with_input_cost(Some(1e-6 * i as f64))
     });
     let store = Arc::new(StateStore::memory());
-    let adaptive = AdaptiveRouter::new("smart-router", AdaptiveRouterConfig::new(names.iter()), candidates, store, Some(7))
-        .expect("a valid config");
+    let adaptive =
+        AdaptiveRouter::new("smart-router", AdaptiveRouterConfig::new(names.iter()), candidates, store, Some(7))
+            .expect("a valid config");
     let facts = RequestFacts::new().with_body(chat_body(&prompt));
     let mut group = c.benchmark_group("adaptive");
     group.throughput(Throughput::Bytes(prompt.len() as u64));
@@ -107,7 +108,13 @@ fn bench(c: &mut Criterion) {
     });
     let decision = PreRouteDecision::new("group-3", "bandit").with_tier("general");
     group.bench_function("outcome", |b| {
-        b.iter(|| adaptive.on_outcome(&PreRouteOutcome::failed("smart-router", &decision, Some(switchyard::layers::Outcome::ServerError))))
+        b.iter(|| {
+            adaptive.on_outcome(&PreRouteOutcome::failed(
+                "smart-router",
+                &decision,
+                Some(switchyard::layers::Outcome::ServerError),
+            ))
+        })
     });
     group.finish();
 }

@@ -87,7 +87,12 @@ fn invalid_adaptive_settings_fail_the_load_naming_their_path() {
         "unknown field",
     );
     let bad_tier = with_router("{ available_models: [good, cheap] }").replace("quality_tier: 2", "quality_tier: 5");
-    refused(&bad_tier, ConfigErrorKind::Invalid, "model_list[0].model_info.adaptive_router_preferences.quality_tier", "[1, 2, 3]");
+    refused(
+        &bad_tier,
+        ConfigErrorKind::Invalid,
+        "model_list[0].model_info.adaptive_router_preferences.quality_tier",
+        "[1, 2, 3]",
+    );
     let bad_strength = with_router("{ available_models: [good, cheap] }").replace("[writing]", "[poetry]");
     refused(
         &bad_strength,
@@ -147,7 +152,7 @@ async fn the_bandit_learns_from_failures_to_avoid_a_failing_group() {
     };
     // Every call to the bad group counted one failure against it, every other call one success.
     let (good_cell, bad_cell) = (general("good"), general("bad"));
-    assert_eq!(bad_cell["chosen"].as_u64(), Some(tried as u64));
+    assert_eq!(bad_cell["chosen"].as_u64(), Some(tried));
     let failures = bad_cell["beta"].as_f64().expect("beta") - 5.0;
     assert!((failures - tried as f64).abs() < 1e-3, "{bad_cell}");
     assert!(bad_cell["quality_mean"].as_f64().expect("a mean") < 0.5, "{bad_cell}");
@@ -268,7 +273,8 @@ async fn count_tokens_for_a_virtual_name_counts_as_the_group_its_pre_router_woul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn feedback_and_the_adaptive_state_take_the_master_key() {
     let (a, b) = (healthy(), healthy());
-    let yaml = format!("{}general_settings: {{ master_key: sk-test-1234 }}\n", learning_yaml(&a.base_url(), &b.base_url()));
+    let yaml =
+        format!("{}general_settings: {{ master_key: sk-test-1234 }}\n", learning_yaml(&a.base_url(), &b.base_url()));
     let gw = gateway(&yaml).await;
     let body = json!({"request_id": "x", "score": 1}).to_string();
     let answer = post(format!("{}/router/feedback", gw.origin), &body, &[]).await;

@@ -354,8 +354,11 @@ pub(crate) fn adaptive_preferences(
     raw: &mut RawModel,
     w: &mut Warnings,
 ) -> Result<Option<AdaptivePreferences>, ConfigError> {
-    let Some(value) =
-        raw.model_info.as_mut().and_then(|info| info.extra.remove("adaptive_router_preferences")).filter(|v| !v.is_null())
+    let Some(value) = raw
+        .model_info
+        .as_mut()
+        .and_then(|info| info.extra.remove("adaptive_router_preferences"))
+        .filter(|v| !v.is_null())
     else {
         return Ok(None);
     };

@@ -110,8 +110,14 @@ impl BanditEvidence {
 /// Redis is unreachable.
 #[derive(Debug, Default)]
 pub(crate) struct BanditState {
-    cells: DashMap<(Arc<str>, Arc<str>), (f64, f64, Instant)>,
+    cells: DashMap<CellKey, Stored>,
 }
+
+/// (router, cell).
+type CellKey = (Arc<str>, Arc<str>);
+
+/// Successes, failures, and when they were written.
+type Stored = (f64, f64, Instant);
 
 impl BanditState {
     /// Adds to `cell` of `router` (a cell beyond [`MAX_CELLS`] is not created).
@@ -140,7 +146,10 @@ impl BanditState {
             .filter(|e| &*e.key().0 == router)
             .map(|e| {
                 let (s, f, at) = *e.value();
-                (e.key().1.to_string(), BanditEvidence { successes: s, failures: f, age: now.saturating_duration_since(at) })
+                (
+                    e.key().1.to_string(),
+                    BanditEvidence { successes: s, failures: f, age: now.saturating_duration_since(at) },
+                )
             })
             .collect()
     }

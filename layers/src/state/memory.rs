@@ -14,8 +14,8 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts, Reservation,
-    SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, Limits,
+    OutcomeCounts, Reservation, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
     bandit::BanditState,
     health::HealthState,
     window::{Counts, SlidingWindow},

@@ -51,7 +51,11 @@ fn invalid(message: impl Into<String>) -> Response {
 }
 
 /// `POST /router/feedback`.
-pub(crate) async fn feedback(State(shared): State<Arc<GatewayState>>, headers: http::HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn feedback(
+    State(shared): State<Arc<GatewayState>>,
+    headers: http::HeaderMap,
+    body: Bytes,
+) -> Response {
     if !crate::gateway::origin::is_json(&headers) {
         return json_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -13,8 +13,11 @@ const MAX_PAIRS: usize = 4096;
 /// Decisions by virtual name and group.
 #[derive(Debug, Default)]
 pub(crate) struct PreRoutes {
-    counts: parking_lot::Mutex<BTreeMap<(Arc<str>, Arc<str>), Count>>,
+    counts: parking_lot::Mutex<BTreeMap<NameGroup, Count>>,
 }
+
+/// (virtual name, group).
+type NameGroup = (Arc<str>, Arc<str>);
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub(crate) struct Count {

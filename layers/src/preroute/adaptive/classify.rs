@@ -111,7 +111,10 @@ const PATTERNS: [(&str, RequestClass); 16] = [
         r"\b(debug|fix|why (?:is|does|isn't)|what.s wrong|trace)\b.*\b(error|bug|exception|stacktrace|stack trace|traceback)\b",
         RequestClass::CodeUnderstanding,
     ),
-    (r"\b(review|critique)\s+(?:this |my |the )?(?:code|pr|pull request|diff|patch)\b", RequestClass::CodeUnderstanding),
+    (
+        r"\b(review|critique)\s+(?:this |my |the )?(?:code|pr|pull request|diff|patch)\b",
+        RequestClass::CodeUnderstanding,
+    ),
     (
         r"\b(design|architect|plan|architecture)\b.*\b(system|service|api|database|schema|module|microservice)\b",
         RequestClass::TechnicalDesign,

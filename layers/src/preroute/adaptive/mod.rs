@@ -66,12 +66,12 @@ use std::{
 };
 
 use arc_swap::ArcSwap;
-use futures_util::FutureExt;
 pub use classify::RequestClass;
 pub use config::{
     AdaptiveCandidate, AdaptiveConfigError, AdaptivePreferences, AdaptiveRouterConfig, COLD_START_MASS, MAX_CELLS,
     SAMPLE_CAP, Weights,
 };
+use futures_util::FutureExt;
 use rand::Rng;
 use rand_distr::{Beta, Distribution};
 use serde::Serialize;
@@ -205,10 +205,8 @@ impl AdaptiveRouter {
                 priors.push((mean * COLD_START_MASS, (1.0 - mean) * COLD_START_MASS));
             }
         }
-        let decay = BanditDecay::new(
-            Duration::from_secs_f64(config.decay_half_life),
-            config.sample_cap - COLD_START_MASS,
-        );
+        let decay =
+            BanditDecay::new(Duration::from_secs_f64(config.decay_half_life), config.sample_cap - COLD_START_MASS);
         let now = Instant::now();
         let cells = priors.len();
         let inner = Inner {
@@ -262,7 +260,12 @@ impl AdaptiveRouter {
     }
 
     /// With `rng` a Thompson draw, counted; without, the posterior means, not counted.
-    fn choose<R: Rng>(&self, class: RequestClass, min_quality_tier: Option<u32>, rng: Option<&mut R>) -> PreRouteDecision {
+    fn choose<R: Rng>(
+        &self,
+        class: RequestClass,
+        min_quality_tier: Option<u32>,
+        rng: Option<&mut R>,
+    ) -> PreRouteDecision {
         let mut rng = rng;
         let inner = &*self.inner;
         let mut unmet = None;

@@ -33,13 +33,17 @@ impl RedisBackend {
         flat.chunks_exact(2)
             .filter_map(|pair| {
                 let mut parts = pair[1].split(' ').map(str::parse::<f64>);
-                let (Some(Ok(successes)), Some(Ok(failures)), Some(Ok(age))) = (parts.next(), parts.next(), parts.next())
+                let (Some(Ok(successes)), Some(Ok(failures)), Some(Ok(age))) =
+                    (parts.next(), parts.next(), parts.next())
                 else {
                     return None;
                 };
                 let age = Duration::from_millis(if age.is_finite() && age > 0.0 { age as u64 } else { 0 });
                 let clean = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
-                Some((pair[0].clone(), BanditEvidence { age, ..BanditEvidence::new(clean(successes), clean(failures)) }))
+                Some((
+                    pair[0].clone(),
+                    BanditEvidence { age, ..BanditEvidence::new(clean(successes), clean(failures)) },
+                ))
             })
             .collect()
     }

@@ -54,8 +54,8 @@ use conn::{AsConn, Counters, Handles};
 use keys::Keys;
 
 use super::{
-    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, IdMap, Limits, OutcomeCounts, SpendState,
-    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
+    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, IdMap, Limits,
+    OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
 };
 use crate::DeploymentId;
 
