@@ -129,12 +129,7 @@ impl BanditState {
         }
         let mut entry = self.cells.entry(key).or_insert((0.0, 0.0, now));
         let (s, f, at) = *entry;
-        let e = BanditEvidence { successes: s, failures: f, age: now.saturating_duration_since(at) }.add(
-            successes,
-            failures,
-            Duration::ZERO,
-            decay,
-        );
+        let e = BanditEvidence::new(s, f).add(successes, failures, now.saturating_duration_since(at), decay);
         *entry = (e.successes, e.failures, now);
     }
 
