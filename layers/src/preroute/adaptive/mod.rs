@@ -13,8 +13,11 @@
 //!   group's `strengths` (at most 0.95), mass 10 ([`AdaptivePreferences::prior_mean`]).
 //! - **Learning** ([`PreRouter::on_outcome`], Switchyard's rules): the chosen group's own result
 //!   — a success +1 alpha; a refusal (content policy), a 5xx or a broken answer +1 beta; limits,
-//!   timeouts and the caller's own errors nothing — and explicit [`Feedback`]
-//!   ([`AdaptiveRouter::feedback`], the gateway's `POST /router/feedback`).
+//!   timeouts and the caller's own errors nothing —, explicit [`Feedback`]
+//!   ([`AdaptiveRouter::feedback`], the gateway's `POST /router/feedback`), and LiteLLM's
+//!   `failure` signal: a turn of a conversation with a session id
+//!   ([`RequestFacts::session`](crate::RequestFacts::session)) whose newest message carries
+//!   failed tool results (`is_error`) gives +1 beta to the group that answered the previous turn.
 //! - **Shared**: updates go to the [`StateStore`] (one Lua script on Redis), so every replica
 //!   learns from every other; each router samples from a local mirror, refreshed from the store
 //!   every `sync_interval` (and written through by its own updates), so a request never waits on
@@ -54,6 +57,7 @@
 
 mod classify;
 mod config;
+mod session;
 mod signal;
 
 use std::{
@@ -135,6 +139,9 @@ struct Inner {
     sync_started: OnceLock<()>,
     feedback: AtomicU64,
     outcomes: AtomicU64,
+    /// Each conversation's last decision, for the tool failures its next turn reports.
+    sessions: parking_lot::Mutex<session::Sessions>,
+    tool_failures: AtomicU64,
 }
 
 impl fmt::Debug for AdaptiveRouter {
@@ -223,6 +230,8 @@ impl AdaptiveRouter {
             sync_started: OnceLock::new(),
             feedback: AtomicU64::new(0),
             outcomes: AtomicU64::new(0),
+            sessions: parking_lot::Mutex::default(),
+            tool_failures: AtomicU64::new(0),
         };
         let router = Self { inner: Arc::new(inner) };
         // The memory backend answers at once: start from what the store already learned.
@@ -438,6 +447,7 @@ impl AdaptiveRouter {
             explored: cells.iter().map(|c| c.explored).sum(),
             outcomes: inner.outcomes.load(Relaxed),
             feedback: inner.feedback.load(Relaxed),
+            tool_failures: inner.tool_failures.load(Relaxed),
             decay_half_life: inner.config.decay_half_life,
             sample_cap: inner.config.sample_cap,
             cells,
@@ -480,6 +490,22 @@ fn normalized_costs(costs: impl Iterator<Item = Option<f64>>) -> Vec<f64> {
     }
 }
 
+impl AdaptiveRouter {
+    /// LiteLLM's `failure` signal: when this turn of conversation `session` reports failed tool
+    /// calls, the group that answered its previous turn gets beta + 1 (once per turn). Then
+    /// `cell` is the session's newest decision.
+    fn tool_results(&self, session: &str, cell: usize, input: &PreRouteInput<'_>) {
+        let previous = self.inner.sessions.lock().swap(session, cell, Instant::now());
+        let failed = input.conversation().map_or(0, super::Conversation::failed_tool_results);
+        if let Some(previous) = previous
+            && failed > 0
+        {
+            self.inner.tool_failures.fetch_add(1, Relaxed);
+            self.learn(previous, 0.0, 1.0);
+        }
+    }
+}
+
 /// The class of a request: its newest user text, classified.
 fn class_of(input: &PreRouteInput<'_>) -> RequestClass {
     let text = input
@@ -492,7 +518,12 @@ fn class_of(input: &PreRouteInput<'_>) -> RequestClass {
 impl PreRouter for AdaptiveRouter {
     fn route(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
         self.start_sync();
-        Some(self.decide(class_of(input), input.facts().min_quality_tier, &mut self.inner.seeds.rng()))
+        let class = class_of(input);
+        let decision = self.decide(class, input.facts().min_quality_tier, &mut self.inner.seeds.rng());
+        if let (Some(session), Some(g)) = (input.facts().session.as_deref(), self.group_index(&decision.target)) {
+            self.tool_results(session, self.cell(class, g), input);
+        }
+        Some(decision)
     }
 
     fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
@@ -575,6 +606,9 @@ pub struct AdaptiveSnapshot {
     pub outcomes: u64,
     /// Feedback learned from.
     pub feedback: u64,
+    /// Failed tool calls learned from (a turn reporting them, held against the session's
+    /// previous group).
+    pub tool_failures: u64,
     /// Seconds over which evidence halves (0: never).
     pub decay_half_life: f64,
     /// The most alpha + beta of a cell.

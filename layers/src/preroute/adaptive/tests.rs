@@ -289,3 +289,30 @@ async fn a_fallback_counts_the_chosen_groups_failure_not_the_other_groups_succes
     r.on_outcome(&PreRouteOutcome::failed("auto", &decision, Some(Outcome::RateLimited)));
     assert_eq!(r.snapshot().outcomes, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_tool_result_counts_against_the_sessions_previous_group() {
+    let (_, r) = router();
+    let first = r#"{"model":"auto","messages":[{"role":"user","content":"list the files"}]}"#;
+    let failed = r#"{"model":"auto","messages":[{"role":"user","content":"list the files"},
+        {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]},
+        {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"denied"}]}]}"#;
+    let route = |body: &'static str, session: Option<&str>| {
+        let facts = RequestFacts::new()
+            .with_body(Bytes::from_static(body.as_bytes()))
+            .session(session.map(str::to_owned));
+        r.route(&PreRouteInput::new("auto", &facts)).expect("a decision")
+    };
+    let d1 = route(first, Some("s1"));
+    let failures = |r: &AdaptiveRouter| r.snapshot().cells.iter().map(|c| c.beta).sum::<f64>() - 5.0 * 14.0;
+    assert_eq!(failures(&r), 0.0);
+    // The next turn reports the tool call failed: the group that made it (d1's) gets beta + 1.
+    let _ = route(failed, Some("s1"));
+    let snap = r.snapshot();
+    assert_eq!(snap.tool_failures, 1);
+    assert_eq!(cell(&snap, "general", &d1.target).beta, 6.0);
+    // Without a session nothing can be attributed.
+    let _ = route(failed, None);
+    assert_eq!(r.snapshot().tool_failures, 1);
+    assert_eq!(r.inner.sessions.lock().len(), 1);
+}
