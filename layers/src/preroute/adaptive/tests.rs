@@ -298,9 +298,8 @@ async fn a_failed_tool_result_counts_against_the_sessions_previous_group() {
         {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]},
         {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"denied"}]}]}"#;
     let route = |body: &'static str, session: Option<&str>| {
-        let facts = RequestFacts::new()
-            .with_body(Bytes::from_static(body.as_bytes()))
-            .session(session.map(str::to_owned));
+        let facts =
+            RequestFacts::new().with_body(Bytes::from_static(body.as_bytes())).session(session.map(str::to_owned));
         r.route(&PreRouteInput::new("auto", &facts)).expect("a decision")
     };
     let d1 = route(first, Some("s1"));
