@@ -8,7 +8,7 @@
 //! (`origin`); the master key (every route but the health probes and the dashboard's static
 //! page); then either a handler or, for the OpenAI endpoints, the ingress (body limit, JSON,
 //! errors as OpenAI answers), the observer (routing headers, attempt metrics, the dashboard's
-//! windows) and the routing stack.
+//! windows), the response cache ([`crate::cache`]) and the routing stack.
 
 use std::sync::Arc;
 
@@ -18,6 +18,8 @@ use axum::{
 };
 use switchyard_services::ingress::IngressLayer;
 use tower::{ServiceBuilder, util::MapRequestLayer};
+
+use crate::cache::CacheLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use super::{
@@ -58,6 +60,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
             shared.routing_trail,
             RoutingState { router: shared.router.clone() },
         ))
+        // Below the observer (which reports hits), above the routing stack (which a hit skips).
+        .layer(CacheLayer::new(shared.cache.clone(), shared.router.clone()))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {

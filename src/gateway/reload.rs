@@ -154,6 +154,11 @@ pub(crate) async fn apply(
     let router = &gateway.router;
     // The step that can still fail: after it, nothing is refused.
     let prepared = router.prepare(config).map_err(ReloadError::Router)?;
+    // Building the cache does no I/O (Redis connects on first use), so it is checked here too.
+    let cache = match config.cache.as_ref().map(|s| crate::cache::ResponseCache::new(s.clone())).transpose() {
+        Ok(cache) => cache,
+        Err(e) => return Err(ReloadError::Config(e)),
+    };
 
     let registry = router.registry();
     let mut summary = ReloadSummary { warnings: config.warnings.clone(), ..ReloadSummary::default() };
@@ -191,6 +196,9 @@ pub(crate) async fn apply(
         );
     }
     gateway.settings.store(Arc::new(settings));
+    if gateway.cache.install(config.cache.as_ref(), cache) {
+        tracing::info!(enabled = config.cache.is_some(), "response cache settings changed: a new cache is in use");
+    }
     gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
     gateway.litellm.set_deployments(&config.deployments);
     if config.edge != gateway.edge {

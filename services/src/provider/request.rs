@@ -47,6 +47,8 @@ pub const ROUTING_KEYS: &[&str] = &[
     "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks",
     "mock_testing_rate_limit_error",
+    // LiteLLM's per-request cache controls, read by the gateway's response cache.
+    "cache",
     "api_key",
     "api_base",
     "base_url",
