@@ -50,7 +50,9 @@ impl CacheControls {
             Value::Null => return Ok(c),
             Value::Object(map) => map,
             _ => {
-                return Err(invalid("`cache` must be an object of cache controls (`no-cache`, `no-store`, `ttl`, ...)"));
+                return Err(invalid(
+                    "`cache` must be an object of cache controls (`no-cache`, `no-store`, `ttl`, ...)",
+                ));
             }
         };
         for (key, value) in map {

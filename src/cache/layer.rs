@@ -40,7 +40,7 @@ pub const CACHE_REQUESTS: &str = "switchyard_cache_requests_total";
 pub struct CacheHit {
     /// The key the answer was found under.
     pub key: Arc<str>,
-    /// The model group (or caching group) the key was derived with.
+    /// The model group the request resolved to (an alias's target).
     pub group: Arc<str>,
 }
 
@@ -236,6 +236,7 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
         .iter()
         .find(|set| set.iter().any(|g| **g == *group))
         .map_or_else(|| group.to_string(), |set| caching_group_name(set));
+    let group_header = group.clone();
     let scope = req.extensions().get::<CacheScope>().cloned().unwrap_or_else(CacheScope::open);
     let namespace = controls.namespace.as_deref().or(settings.namespace.as_deref());
     let parts = KeyParts { call_type, scope: &scope, model: &model, body: &body };
@@ -243,7 +244,7 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool) == Some(true);
     Ok(Some(Plan {
         key: Arc::from(key),
-        group: Arc::from(model),
+        group: group_header,
         call_type,
         lookup: !controls.no_cache,
         store: !controls.no_store,
@@ -277,6 +278,9 @@ fn hit_response(plan: &Plan, answer: CachedAnswer) -> Option<http::Response<Rout
     }
     insert_key(headers, &plan.key);
     headers.insert(CACHE_HEADER, HeaderValue::from_static("hit"));
+    if let Ok(group) = HeaderValue::from_str(&plan.group) {
+        headers.insert("x-litellm-model-group", group);
+    }
     resp.extensions_mut().insert(CacheHit { key: plan.key.clone(), group: plan.group.clone() });
     Some(resp)
 }
