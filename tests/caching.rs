@@ -582,3 +582,93 @@ fn cache_params_without_cache_true_warn_and_configure_nothing() {
     assert!(c.cache.is_none());
     assert!(c.warnings.iter().any(|w| w.contains("`litellm_settings.cache_params` is ignored")), "{:?}", c.warnings);
 }
+
+// ===== Redis =====
+
+#[cfg(feature = "redis")]
+#[path = "../layers/tests/support/redis.rs"]
+#[allow(dead_code)]
+mod redis_support;
+
+#[cfg(feature = "redis")]
+fn redis_settings(url: &str, ttl: u64) -> String {
+    format!(
+        "router_settings:\n  num_retries: 0\nlitellm_settings:\n  cache: true\n  cache_params: {{ type: redis, url: '{url}', ttl: {ttl}, namespace: sy }}\n"
+    )
+}
+
+/// Waits (real time, bounded) until the background write of `key` reached Redis.
+#[cfg(feature = "redis")]
+async fn until_stored(server: &redis_support::RedisServer, key: &str) {
+    let deadline = tokio::time::Instant::now() + loopback::PATIENCE;
+    while server.command(&["EXISTS", key]) != "1" {
+        assert!(tokio::time::Instant::now() < deadline, "{key} never reached Redis");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Two replicas on one Redis: an answer one of them stored answers the other without its
+/// upstream, and the key carries the TTL.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_answers_through_redis_with_a_ttl() {
+    let server = redis_support::RedisServer::start();
+    let settings = redis_settings(&server.url(), 120);
+    let (up_a, up_b) = (Upstream::default(), Upstream::default());
+    let (a, b) = (gateway(&up_a, &settings), gateway(&up_b, &settings));
+    let first = post(&a, &chat("gpt-4o", json!({}))).await;
+    assert_eq!(first.header("x-switchyard-cache"), "miss");
+    let key = first.header("x-litellm-cache-key").to_owned();
+    assert!(key.starts_with("sy:"), "{key}");
+    until_stored(&server, &key).await;
+    let ttl: u64 = server.command(&["PTTL", &key]).parse().expect("a TTL");
+    assert!(ttl > 100_000 && ttl <= 120_000, "{ttl} ms");
+
+    let second = post(&b, &chat("gpt-4o", json!({"stream": true}))).await;
+    assert_eq!(second.header("x-switchyard-cache"), "hit");
+    assert_eq!(sdk_read_stream(&second.body).0, "answer #1");
+    assert_eq!((up_a.calls(), up_b.calls()), (1, 0));
+}
+
+/// A Redis outage never fails a request: lookups and writes degrade to misses, and caching
+/// resumes when Redis is back.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_redis_makes_misses_not_failures() {
+    let mut server = redis_support::RedisServer::start();
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, &redis_settings(&server.url(), 60));
+    let first = post(&gw, &chat("gpt-4o", json!({}))).await;
+    until_stored(&server, first.header("x-litellm-cache-key")).await;
+    server.kill();
+    for n in 2..=4 {
+        let answer = post(&gw, &chat("gpt-4o", json!({}))).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.header("x-switchyard-cache"), "miss");
+        assert_eq!(answer.content(), format!("answer #{n}"));
+    }
+    server.restart();
+    // The data went with the process: the next answer is stored again, then served.
+    let deadline = tokio::time::Instant::now() + loopback::PATIENCE;
+    loop {
+        let answer = post(&gw, &chat("gpt-4o", json!({"seed": 1}))).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        if answer.header("x-switchyard-cache") == "hit" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "caching never resumed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A server that does not exist at start: every request is routed.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_redis_at_start_routes_every_request() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, &redis_settings("redis://127.0.0.1:1", 60));
+    for _ in 0..3 {
+        assert_eq!(post(&gw, &chat("gpt-4o", json!({}))).await.status, StatusCode::OK);
+    }
+    assert_eq!(upstream.calls(), 3);
+}
