@@ -177,34 +177,42 @@ fn params_settings(
             CacheSettings { backend: CacheBackend::Local { max_bytes }, ..CacheSettings::local() }
         }
         Kind::Redis => {
-            let redis = if any_redis_key {
-                let port = port_n.map(|n| port(n, &at("port"))).transpose()?;
-                let nodes = startup_nodes(nodes, ssl.unwrap_or(false), w)
-                    .map_err(|e| ConfigError::invalid(renamed(e.path()), e.message()))?;
-                RedisSettings {
-                    url,
-                    host,
-                    port,
-                    password: password.map(ApiKey::new),
-                    startup_nodes: nodes.unwrap_or_default(),
-                    ssl: ssl.unwrap_or(false),
-                    ..RedisSettings::default()
-                }
-            } else if let Some(redis) = env_redis(env) {
-                redis
-            } else if let Some(redis) = &c.redis {
-                // Ours: the router's own Redis, so one `redis_*` block serves both.
-                let mut redis = redis.clone();
-                redis.namespace = None;
-                redis
-            } else {
-                return Err(ConfigError::invalid(
-                    at("type"),
-                    "a `redis` cache (LiteLLM's default type) needs a server: set `host` / `port` or `url` here, \
-                     REDIS_URL or REDIS_HOST / REDIS_PORT, or `router_settings.redis_*`; or set `type: local` for an \
-                     in-memory cache",
-                ));
+            let port = port_n.map(|n| port(n, &at("port"))).transpose()?;
+            let nodes = startup_nodes(nodes, ssl.unwrap_or(false), w)
+                .map_err(|e| ConfigError::invalid(renamed(e.path()), e.message()))?;
+            let mut redis = RedisSettings {
+                url,
+                host,
+                port,
+                password: password.map(ApiKey::new),
+                startup_nodes: nodes.unwrap_or_default(),
+                ssl: ssl.unwrap_or(false),
+                ..RedisSettings::default()
             };
+            // LiteLLM's `_redis.py`: what the params leave out comes from REDIS_URL, REDIS_HOST /
+            // REDIS_PORT and REDIS_PASSWORD; ours: then from the router's own Redis, so one
+            // `redis_*` block serves both.
+            if redis.url.is_none() && redis.host.is_none() && redis.startup_nodes.is_empty() {
+                if let Some(from_env) = env_redis(env) {
+                    redis.url = from_env.url;
+                    redis.host = from_env.host;
+                    redis.port = redis.port.or(from_env.port);
+                    redis.password = redis.password.or(from_env.password);
+                } else if let Some(router) = &c.redis {
+                    let password = redis.password.take();
+                    redis = RedisSettings { namespace: None, ..router.clone() };
+                    if password.is_some() {
+                        redis.password = password;
+                    }
+                } else {
+                    return Err(ConfigError::invalid(
+                        at(if any_redis_key { "host" } else { "type" }),
+                        "a `redis` cache (LiteLLM's default type) needs a server: set `host` / `port` or `url` here, \
+                         REDIS_URL or REDIS_HOST / REDIS_PORT, or `router_settings.redis_*`; or set `type: local` for an \
+                         in-memory cache",
+                    ));
+                }
+            }
             redis.check().map_err(|e| ConfigError::invalid(renamed(e.path()), e.message()))?;
             CacheSettings::redis(redis)
         }
