@@ -587,7 +587,6 @@ fn cache_params_without_cache_true_warn_and_configure_nothing() {
 
 #[cfg(feature = "redis")]
 #[path = "../layers/tests/support/redis.rs"]
-#[allow(dead_code)]
 mod redis_support;
 
 #[cfg(feature = "redis")]

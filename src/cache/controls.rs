@@ -65,11 +65,7 @@ impl CacheControls {
                 // LiteLLM reads `s-maxage` first (and `s-max-age` in its async path).
                 "s-maxage" => c.max_age = secs(value, &path)?.or(c.max_age),
                 "s-max-age" if c.max_age.is_none() => c.max_age = secs(value, &path)?,
-                "namespace" => {
-                    if !value.is_null() {
-                        c.namespace = Some(text(value, &path)?);
-                    }
-                }
+                "namespace" if !value.is_null() => c.namespace = Some(text(value, &path)?),
                 // Unknown controls are ignored, as LiteLLM does.
                 _ => {}
             }

@@ -219,6 +219,10 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
         return Ok(None);
     }
     let Ok(body) = serde_json::from_slice::<Value>(req.body()) else { return Ok(None) };
+    // LiteLLM's per-call switch: `caching: false` leaves the cache alone.
+    if body.get("caching") == Some(&Value::Bool(false)) {
+        return Ok(None);
+    }
     let controls = CacheControls::from_body(&body)?;
     if settings.mode == CacheMode::DefaultOff && !controls.use_cache {
         return Ok(None);

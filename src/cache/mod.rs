@@ -10,7 +10,7 @@
 //!    `caching_groups` set that holds it), the endpoint and the body's answer-changing members;
 //! 2. unless the request says `cache: {"no-cache": true}`, the cache is asked (a backend failure
 //!    is a miss); a hit is answered at once, in JSON or, for a streaming chat request, as the
-//!    server-sent events OpenAI sends ([`replay`]), with `x-litellm-cache-key` and a [`CacheHit`]
+//!    server-sent events OpenAI sends, with `x-litellm-cache-key` and a [`CacheHit`]
 //!    in the extensions;
 //! 3. otherwise the stack answers; a whole `200` answer that is a complete success is stored for
 //!    the request's `ttl` (else `cache_params.ttl`) unless it says `no-store`. Streams and errors
