@@ -8,7 +8,7 @@
 //! `metadata` and `litellm_metadata` (LiteLLM's `_get_exclude_kwargs`), the `cache` controls,
 //! `stream` and `stream_options` (a stream is served from a whole answer), and the routing keys
 //! Switchyard reads and never sends upstream
-//! ([`ROUTING_KEYS`](switchyard_services::provider::ROUTING_KEYS)).
+//! (`switchyard_services::provider::ROUTING_KEYS`).
 //!
 //! The members are rendered as canonical JSON (object keys sorted at every depth), so two bodies
 //! that differ only in member order or whitespace share a key, and hashed with SHA-256; the hex

@@ -6,7 +6,7 @@
 //! [`CacheScope`], and a hit never reaches fallback, retry, cooldown, limits or selection. Per
 //! request, when the endpoint is cached and the request is not mocked:
 //!
-//! 1. the [key](key) is derived from the scope, the model group (after alias resolution, or the
+//! 1. the [`key`] is derived from the scope, the model group (after alias resolution, or the
 //!    `caching_groups` set that holds it), the endpoint and the body's answer-changing members;
 //! 2. unless the request says `cache: {"no-cache": true}`, the cache is asked (a backend failure
 //!    is a miss); a hit is answered at once, in JSON or, for a streaming chat request, as the
