@@ -423,6 +423,8 @@ async fn a_streamed_answer_is_passed_through_and_not_stored() {
     let upstream = Upstream::default();
     let gw = gateway(&upstream, LOCAL);
     let first = post(&gw, &chat("gpt-4o", json!({"stream": true}))).await;
+    assert_eq!(first.header("x-switchyard-cache"), "miss");
+    assert!(first.headers.get("x-litellm-cache-key").is_none(), "nothing was stored");
     assert_eq!(sdk_read_stream(&first.body).0, "answer #1");
     assert_eq!(post(&gw, &chat("gpt-4o", json!({}))).await.content(), "answer #2");
     assert_eq!(upstream.calls(), 2);

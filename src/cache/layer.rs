@@ -192,7 +192,10 @@ where
                     }
                 }
                 tracing::Span::current().record("switchyard.cache.result", "miss");
-                let resp = inner.call(req).await?;
+                let mut resp = inner.call(req).await?;
+                if plan.lookup {
+                    resp.headers_mut().insert(CACHE_HEADER, HeaderValue::from_static("miss"));
+                }
                 if !plan.store || plan.stream || resp.status() != StatusCode::OK {
                     return Ok(resp);
                 }

@@ -70,5 +70,18 @@ mod tests {
         assert_send_sync::<CacheLayer>();
         assert_send_sync::<LiveCache>();
         assert_send_sync::<CacheScope>();
+        assert_send_sync::<CacheService<crate::RouterService>>();
+    }
+
+    // What axum needs of a route's service: `Send + 'static` futures.
+    #[test]
+    fn the_service_future_is_send() {
+        fn assert_service<S>()
+        where
+            S: tower::Service<http::Request<bytes::Bytes>> + Send + 'static,
+            S::Future: Send + 'static,
+        {
+        }
+        assert_service::<CacheService<crate::RouterService>>();
     }
 }
