@@ -88,7 +88,8 @@ impl LiveCache {
         true
     }
 
-    fn is_current(&self, settings: Option<&CacheSettings>) -> bool {
+    /// Whether the cache in use was built from `settings` (`None`: no cache is in use).
+    pub fn is_current(&self, settings: Option<&CacheSettings>) -> bool {
         self.0.load().as_deref().map(ResponseCache::settings) == settings
     }
 }

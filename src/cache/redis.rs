@@ -65,6 +65,17 @@ impl RedisCache {
         }))
     }
 
+    /// Connects in the background when built inside a Tokio runtime, so the first request does
+    /// not wait for the connection (outside one, the first request connects).
+    pub(crate) fn connect_soon(self: &Arc<Self>) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let this = self.clone();
+            runtime.spawn(async move {
+                this.conn().await;
+            });
+        }
+    }
+
     /// The connection, connecting first when there is none (one caller connects, the others
     /// wait for it); `None` while Redis is unreachable.
     async fn conn(&self) -> Option<Conn> {

@@ -95,7 +95,11 @@ impl ResponseCache {
                     .build(),
             ),
             #[cfg(feature = "redis")]
-            CacheBackend::Redis(redis) => Backend::Redis(super::redis::RedisCache::new(redis)?),
+            CacheBackend::Redis(redis) => {
+                let redis = super::redis::RedisCache::new(redis)?;
+                redis.connect_soon();
+                Backend::Redis(redis)
+            }
             #[cfg(not(feature = "redis"))]
             CacheBackend::Redis(_) => {
                 return Err(ConfigError::invalid(

@@ -154,10 +154,13 @@ pub(crate) async fn apply(
     let router = &gateway.router;
     // The step that can still fail: after it, nothing is refused.
     let prepared = router.prepare(config).map_err(ReloadError::Router)?;
-    // Building the cache does no I/O (Redis connects on first use), so it is checked here too.
-    let cache = match config.cache.as_ref().map(|s| crate::cache::ResponseCache::new(s.clone())).transpose() {
-        Ok(cache) => cache,
-        Err(e) => return Err(ReloadError::Config(e)),
+    // A cache whose settings changed is built (no I/O: Redis connects in the background) before
+    // anything changes, so a cache that cannot be built refuses the reload.
+    let cache = if gateway.cache.is_current(config.cache.as_ref()) {
+        None
+    } else {
+        let built = config.cache.as_ref().map(|s| crate::cache::ResponseCache::new(s.clone())).transpose();
+        Some(built.map_err(ReloadError::Config)?)
     };
 
     let registry = router.registry();
@@ -196,7 +199,9 @@ pub(crate) async fn apply(
         );
     }
     gateway.settings.store(Arc::new(settings));
-    if gateway.cache.install(config.cache.as_ref(), cache) {
+    if let Some(cache) = cache
+        && gateway.cache.install(config.cache.as_ref(), cache)
+    {
         tracing::info!(enabled = config.cache.is_some(), "response cache settings changed: a new cache is in use");
     }
     gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
