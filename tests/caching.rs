@@ -673,3 +673,28 @@ async fn an_unreachable_redis_at_start_routes_every_request() {
     }
     assert_eq!(upstream.calls(), 3);
 }
+
+/// A server that accepts connections and never answers: after the first timeout, Redis is left
+/// alone for a second at a time, so requests are not each held for a timeout.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_redis_does_not_hold_every_request() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("redis://{}", listener.local_addr().expect("address"));
+    let held = tokio::spawn(async move {
+        let mut sockets = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            sockets.push(socket);
+        }
+    });
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, &redis_settings(&url, 60));
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        assert_eq!(post(&gw, &chat("gpt-4o", json!({}))).await.status, StatusCode::OK);
+    }
+    assert_eq!(upstream.calls(), 20);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "20 requests took {took:?}");
+    held.abort();
+}

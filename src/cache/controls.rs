@@ -74,6 +74,11 @@ impl CacheControls {
     }
 }
 
+/// A namespace goes into keys, headers and logs: 1 to 256 visible ASCII characters.
+pub(crate) fn is_namespace(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 256 && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
 fn invalid(message: impl Into<String>) -> RouteError {
     RouteError::new(RouteErrorKind::InvalidRequest, message)
 }
@@ -100,8 +105,10 @@ fn secs(v: &Value, path: &str) -> Result<Option<Duration>, RouteError> {
 
 fn text(v: &Value, path: &str) -> Result<String, RouteError> {
     match v {
-        Value::String(s) if !s.is_empty() && !s.contains(char::is_whitespace) && s.len() <= 256 => Ok(s.clone()),
-        _ => Err(invalid(format!("`{path}` must be a non-empty name without whitespace (at most 256 bytes)"))),
+        Value::String(s) if is_namespace(s) => Ok(s.clone()),
+        _ => Err(invalid(format!(
+            "`{path}` must be a non-empty name of visible ASCII characters, without whitespace (at most 256 bytes)"
+        ))),
     }
 }
 
@@ -144,6 +151,7 @@ mod tests {
             (json!({"cache": {"ttl": -1}}), "cache.ttl"),
             (json!({"cache": {"no-store": "yes"}}), "cache.no-store"),
             (json!({"cache": {"namespace": "a b"}}), "cache.namespace"),
+            (json!({"cache": {"namespace": "a\u{1b}[31m"}}), "cache.namespace"),
             (json!({"cache": true}), "`cache`"),
         ] {
             let err = CacheControls::from_body(&body).unwrap_err();

@@ -55,6 +55,7 @@ mod settings;
 mod store;
 
 pub use controls::CacheControls;
+pub(crate) use controls::is_namespace;
 pub use key::{CacheScope, CallType, KeyParts, cache_key, caching_group_name};
 pub use layer::{CACHE_HEADER, CACHE_KEY_HEADER, CACHE_REQUESTS, CacheHit, CacheLayer, CacheService, LiveCache};
 pub use settings::{CacheBackend, CacheMode, CacheSettings, CallTypes};

@@ -1,7 +1,7 @@
 //! The Redis backend of the response cache: `GET` and `SET key value PX ttl` on one
 //! reconnecting connection (a Redis Cluster connection for `startup_nodes`), made on first use.
 //! Every call is bounded by the response timeout; a failure is a miss, logged at most every 30 s,
-//! and a failed connect is not retried for a second, so an outage costs requests nothing.
+//! after which Redis is left alone for a second, so an outage costs requests next to nothing.
 
 use std::{
     sync::Arc,
@@ -40,7 +40,7 @@ struct Stored<'a> {
 pub(crate) struct RedisCache {
     config: Arc<RedisConfig>,
     conn: tokio::sync::Mutex<Option<Conn>>,
-    /// When the last connect failed: no new attempt for [`RECONNECT_AFTER`].
+    /// When the last connect or command failed: Redis is left alone for [`RECONNECT_AFTER`].
     failed_at: Mutex<Option<Instant>>,
     warned_at: Mutex<Option<Instant>>,
 }
@@ -97,18 +97,20 @@ impl RedisCache {
             }
             Ok(Err(e)) => {
                 self.failed(&format!("connecting: {e}"));
-                *self.failed_at.lock() = Some(Instant::now());
                 None
             }
             Err(_) => {
                 self.failed("connecting: timed out");
-                *self.failed_at.lock() = Some(Instant::now());
                 None
             }
         }
     }
 
+    /// Records a failure: Redis is left alone for [`RECONNECT_AFTER`] (so an unreachable or
+    /// silent server costs one request a second its timeout, not every request), and the
+    /// warning is logged at most every [`WARN_EVERY`].
     fn failed(&self, what: &str) {
+        *self.failed_at.lock() = Some(Instant::now());
         let mut warned = self.warned_at.lock();
         if warned.is_none_or(|t| t.elapsed() >= WARN_EVERY) {
             *warned = Some(Instant::now());

@@ -237,8 +237,11 @@ fn params_settings(
     }
     p.remove("default_redis_ttl");
     if let Some(ns) = text(&mut p, "namespace")? {
-        if ns.is_empty() || ns.contains(char::is_whitespace) {
-            return Err(ConfigError::invalid(at("namespace"), "must be a non-empty name without whitespace"));
+        if !crate::cache::is_namespace(&ns) {
+            return Err(ConfigError::invalid(
+                at("namespace"),
+                "must be 1 to 256 visible ASCII characters (no whitespace or control characters)",
+            ));
         }
         settings.namespace = Some(ns);
     }
