@@ -66,6 +66,9 @@ impl Upstream {
                 bodies.lock().push(body.clone());
                 let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
                 let model = body["model"].as_str().unwrap_or_default().to_owned();
+                if model.contains("slow") {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                }
                 let (status, kind, answer) = if model.contains("fail500") {
                     (
                         StatusCode::INTERNAL_SERVER_ERROR,
@@ -129,6 +132,9 @@ model_list:
   - model_name: canned
     litellm_params: { model: openai/gpt-4o, api_key: k6, api_base: "http://upstream.test/v1", mock_response: "canned" }
     model_info: { id: c }
+  - model_name: slow
+    litellm_params: { model: openai/slow, api_key: k8, api_base: "http://upstream.test/v1" }
+    model_info: { id: s }
   - model_name: embed
     litellm_params: { model: openai/text-embedding-3-small, api_key: k7, api_base: "http://upstream.test/v1" }
     model_info: { id: e }
@@ -365,6 +371,18 @@ async fn errors_content_filtered_and_mocked_answers_are_never_stored() {
     post(&gw, &chat("canned", json!({}))).await;
     let again = post(&gw, &chat("canned", json!({}))).await;
     assert_eq!(again.header("x-switchyard-cache"), "miss");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_the_client_abandons_stores_nothing() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, LOCAL);
+    let abandoned = tokio::time::timeout(Duration::from_secs(1), post(&gw, &chat("slow", json!({})))).await;
+    assert!(abandoned.is_err(), "the client gave up before the answer");
+    let answer = post(&gw, &chat("slow", json!({}))).await;
+    assert_eq!(answer.header("x-switchyard-cache"), "miss");
+    assert_eq!(answer.content(), "answer #2");
+    assert_eq!(post(&gw, &chat("slow", json!({}))).await.content(), "answer #2");
 }
 
 // ===== streams and embeddings =====
