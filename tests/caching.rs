@@ -515,6 +515,52 @@ async fn hits_and_misses_are_counted() {
     }
 }
 
+// ===== LiteLLM's cache endpoints =====
+
+async fn send(gw: &Gateway, req: Request<Body>) -> (StatusCode, Value) {
+    let resp = gw.router().oneshot(req).await.expect("infallible");
+    let status = resp.status();
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+#[tokio::test(start_paused = true)]
+async fn cache_delete_removes_an_answer_by_its_key_and_ping_answers() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, &format!("{LOCAL}general_settings: {{ master_key: sk-admin }}\n"));
+    let auth = [("authorization", "Bearer sk-admin")];
+    let first = post_with(&gw, "/v1/chat/completions", &chat("gpt-4o", json!({})), &auth).await;
+    let key = first.header("x-litellm-cache-key").to_owned();
+    let delete = |keys: Value| {
+        Request::post("/cache/delete")
+            .header("authorization", "Bearer sk-admin")
+            .header("content-type", "application/json")
+            .body(Body::from(json!({ "keys": keys }).to_string()))
+            .expect("request")
+    };
+    let (status, answer) = send(&gw, delete(json!([key, "not-a-key"]))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(answer, json!({"status": "success", "deleted": 1}));
+    let again = post_with(&gw, "/v1/chat/completions", &chat("gpt-4o", json!({})), &auth).await;
+    assert_eq!(again.content(), "answer #2", "the deleted answer is asked again");
+
+    let ping = Request::get("/cache/ping").header("authorization", "Bearer sk-admin").body(Body::empty()).unwrap();
+    assert_eq!(send(&gw, ping).await, (StatusCode::OK, json!({"status": "healthy", "cache_type": "local"})));
+    let anonymous = Request::get("/cache/ping").body(Body::empty()).unwrap();
+    assert_eq!(send(&gw, anonymous).await.0, StatusCode::UNAUTHORIZED);
+    let (status, _) = send(&gw, delete(json!("one"))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_cache_endpoints_answer_503_without_a_cache() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, "router_settings: { num_retries: 0 }\n");
+    let (status, answer) = send(&gw, Request::get("/cache/ping").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer["error"]["code"], "cache_not_configured");
+}
+
 // ===== config =====
 
 #[test]
@@ -647,6 +693,16 @@ async fn replicas_share_answers_through_redis_with_a_ttl() {
     assert_eq!(second.header("x-switchyard-cache"), "hit");
     assert_eq!(sdk_read_stream(&second.body).0, "answer #1");
     assert_eq!((up_a.calls(), up_b.calls()), (1, 0));
+
+    // `POST /cache/delete` on one replica removes the answer for both.
+    let ping = Request::get("/cache/ping").body(Body::empty()).unwrap();
+    assert_eq!(send(&b, ping).await, (StatusCode::OK, json!({"status": "healthy", "cache_type": "redis"})));
+    let delete = Request::post("/cache/delete")
+        .header("content-type", "application/json")
+        .body(Body::from(json!({ "keys": [key] }).to_string()))
+        .unwrap();
+    assert_eq!(send(&b, delete).await.1["deleted"], 1);
+    assert_eq!(server.command(&["EXISTS", &key]), "0");
 }
 
 /// A Redis outage never fails a request: lookups and writes degrade to misses, and caching

@@ -196,6 +196,55 @@ impl RedisCache {
     }
 }
 
+impl RedisCache {
+    pub(crate) async fn delete(&self, keys: &[String]) -> Result<u64, String> {
+        let conn = self.conn().await.ok_or("Redis is unreachable")?;
+        let mut removed = 0u64;
+        for key in keys {
+            let del = async {
+                match conn.clone() {
+                    Conn::Single(mut c) => c.del::<_, u64>(key).await,
+                    Conn::Cluster(mut c) => c.del::<_, u64>(key).await,
+                }
+            };
+            match tokio::time::timeout(self.config.response_timeout, del).await {
+                Ok(Ok(n)) => removed += n,
+                Ok(Err(e)) => {
+                    self.failed(&format!("DEL: {e}"));
+                    return Err(format!("DEL failed: {e}"));
+                }
+                Err(_) => {
+                    self.failed("DEL: timed out");
+                    return Err("DEL timed out".to_owned());
+                }
+            }
+        }
+        Ok(removed)
+    }
+
+    pub(crate) async fn ping(&self) -> Result<(), String> {
+        let conn = self.conn().await.ok_or("Redis is unreachable")?;
+        let ping = async move {
+            let cmd = redis::cmd("PING");
+            match conn {
+                Conn::Single(mut c) => cmd.query_async::<String>(&mut c).await,
+                Conn::Cluster(mut c) => cmd.query_async::<String>(&mut c).await,
+            }
+        };
+        match tokio::time::timeout(self.config.response_timeout, ping).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => {
+                self.failed(&format!("PING: {e}"));
+                Err(format!("PING failed: {e}"))
+            }
+            Err(_) => {
+                self.failed("PING: timed out");
+                Err("PING timed out".to_owned())
+            }
+        }
+    }
+}
+
 fn now_secs() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or_default()
 }

@@ -169,6 +169,34 @@ impl ResponseCache {
         }
     }
 
+    /// Removes the entries stored under `keys` (an operator's `POST /cache/delete`); the number
+    /// of keys that held an entry. On Redis, one `DEL` per key (keys of a cluster may live on
+    /// different nodes); an unreachable server is an error naming what failed.
+    pub async fn delete(&self, keys: &[String]) -> Result<u64, String> {
+        match &self.backend {
+            Backend::Memory(cache) => {
+                let mut removed = 0;
+                for key in keys {
+                    if cache.remove(key).is_some() {
+                        removed += 1;
+                    }
+                }
+                Ok(removed)
+            }
+            #[cfg(feature = "redis")]
+            Backend::Redis(redis) => redis.delete(keys).await,
+        }
+    }
+
+    /// Whether the backend answers: always in memory; a `PING` on Redis.
+    pub async fn ping(&self) -> Result<(), String> {
+        match &self.backend {
+            Backend::Memory(_) => Ok(()),
+            #[cfg(feature = "redis")]
+            Backend::Redis(redis) => redis.ping().await,
+        }
+    }
+
     /// Entries held in memory (0 on Redis), after pending evictions ran.
     pub fn entry_count(&self) -> u64 {
         match &self.backend {
@@ -221,6 +249,17 @@ mod tests {
         let cache = local(1 << 20);
         assert!(!cache.put("k".into(), answer("a"), Duration::ZERO, "chat"));
         assert!(matches!(cache.get("k", None).await, Lookup::Miss));
+    }
+
+    #[tokio::test]
+    async fn delete_removes_the_named_entries() {
+        let cache = local(1 << 20);
+        cache.put("a".into(), answer("a"), Duration::from_secs(60), "chat");
+        cache.put("b".into(), answer("b"), Duration::from_secs(60), "chat");
+        assert_eq!(cache.delete(&["a".to_owned(), "nope".to_owned()]).await, Ok(1));
+        assert!(matches!(cache.get("a", None).await, Lookup::Miss));
+        assert!(matches!(cache.get("b", None).await, Lookup::Hit(_)));
+        assert_eq!(cache.ping().await, Ok(()));
     }
 
     #[tokio::test]

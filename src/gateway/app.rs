@@ -27,7 +27,7 @@ use super::{
     headers::REQUEST_ID,
     observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
-    routes::{deployments, health, models, probes, reload, responses, state},
+    routes::{cache, deployments, health, models, probes, reload, responses, state},
     ui,
 };
 
@@ -89,6 +89,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
         .route("/router/events", get(state::events))
         .route("/router/events/stream", get(state::stream))
         .route("/router/reload", post(reload::reload))
+        .route("/cache/ping", get(cache::ping))
+        .route("/cache/delete", post(cache::delete))
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));
     let open = axum::Router::new()
         .route("/health/liveliness", get(health::liveliness))

@@ -134,6 +134,8 @@ pub(crate) fn endpoint_label(path: &str) -> &'static str {
         "/metrics" => "/metrics",
         "/router/deployments" => "/router/deployments",
         "/router/reload" => "/router/reload",
+        "/cache/ping" => "/cache/ping",
+        "/cache/delete" => "/cache/delete",
         "/router/state" => "/router/state",
         "/router/events" => "/router/events",
         "/router/events/stream" => "/router/events/stream",
