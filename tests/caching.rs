@@ -75,6 +75,13 @@ impl Upstream {
                         "application/json",
                         json!({"error": {"message": "boom"}}).to_string(),
                     )
+                } else if path.ends_with("/v1/completions") {
+                    let answer = json!({
+                        "id": format!("cmpl-{n}"), "object": "text_completion", "created": 1, "model": model,
+                        "choices": [{"index": 0, "text": format!("answer #{n}"), "logprobs": null, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 2, "completion_tokens": 2, "total_tokens": 4}
+                    });
+                    (StatusCode::OK, "application/json", answer.to_string())
                 } else if path.ends_with("/embeddings") {
                     let answer = json!({
                         "object": "list", "model": model,
@@ -467,6 +474,31 @@ async fn embeddings_are_cached_and_chat_entries_do_not_answer_them() {
     assert_eq!(upstream.calls(), 2);
 }
 
+#[tokio::test(start_paused = true)]
+async fn text_completions_are_cached_and_streamed_from_the_cache() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, LOCAL);
+    let body = json!({"model": "gpt-4o", "prompt": "2 + 2 ="});
+    let first = post_with(&gw, "/v1/completions", &body, &[]).await;
+    assert_eq!(first.status, StatusCode::OK, "{:?}", first.body);
+    assert_eq!(first.header("x-switchyard-cache"), "miss");
+    let second = post_with(&gw, "/v1/completions", &body, &[]).await;
+    assert_eq!(second.header("x-switchyard-cache"), "hit");
+    assert_eq!(second.body, first.body);
+    let mut streaming = body.clone();
+    streaming["stream"] = json!(true);
+    let streamed = post_with(&gw, "/v1/completions", &streaming, &[]).await;
+    let text = String::from_utf8_lossy(&streamed.body).into_owned();
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    let first_event: Value =
+        serde_json::from_str(text.split("\n\n").next().unwrap().strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(first_event["object"], "text_completion");
+    assert_eq!(first_event["choices"][0]["text"], "answer #1");
+    // A chat request with the same words is another entry.
+    assert_eq!(post(&gw, &chat("gpt-4o", json!({}))).await.header("x-switchyard-cache"), "miss");
+    assert_eq!(upstream.calls(), 2);
+}
+
 // ===== scopes and reloads =====
 
 #[tokio::test(start_paused = true)]
@@ -575,7 +607,7 @@ fn cache_settings_load_as_litellm_reads_them() {
     assert_eq!(cache.ttl, Duration::from_secs(30));
     assert_eq!(cache.namespace.as_deref(), Some("ns"));
     assert_eq!(cache.mode, CacheMode::DefaultOff);
-    assert!(cache.call_types.chat && !cache.call_types.embeddings);
+    assert!(cache.call_types.chat && !cache.call_types.embeddings && !cache.call_types.completions);
     assert_eq!(cache.caching_groups, vec![vec!["gpt-4o".to_owned(), "mini".to_owned()]]);
     assert!(
         c.warnings.iter().any(|w| w.contains("litellm_settings.cache_params.similarity_threshold")),

@@ -1,6 +1,6 @@
 //! The cache key: LiteLLM's `Cache.get_cache_key` rules over the request the ingress parsed.
 //!
-//! What enters the key: the endpoint (chat completions and embeddings never share an entry), the
+//! What enters the key: the endpoint (chat completions, completions and embeddings never share an entry), the
 //! credential scope (who asked: see [`CacheScope`]), the model group after alias resolution, or
 //! the `caching_groups` set that holds it, and every top-level member of the body that can
 //! change the answer (`messages` / `input`, `temperature`, `tools`, `user`, `seed`, provider
@@ -98,6 +98,8 @@ impl fmt::Debug for CacheScope {
 pub enum CallType {
     /// `/v1/chat/completions`.
     Chat,
+    /// `/v1/completions`.
+    Completions,
     /// `/v1/embeddings`.
     Embeddings,
 }
@@ -107,6 +109,7 @@ impl CallType {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Chat => "chat",
+            Self::Completions => "completions",
             Self::Embeddings => "embeddings",
         }
     }

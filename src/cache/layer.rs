@@ -215,6 +215,7 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
     let facts = ctx.facts();
     let call_type = match facts.endpoint {
         Endpoint::Chat if settings.call_types.chat => CallType::Chat,
+        Endpoint::Completion if settings.call_types.completions => CallType::Completions,
         Endpoint::Embedding if settings.call_types.embeddings => CallType::Embeddings,
         _ => return Ok(None),
     };
@@ -267,10 +268,12 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
 /// so (then the request is routed).
 fn hit_response(plan: &Plan, answer: CachedAnswer) -> Option<http::Response<RouteBody>> {
     let (body, content_type) = if plan.stream {
-        if plan.call_type != CallType::Chat {
-            return None;
-        }
-        (replay::chat_stream(&answer.body, plan.include_usage)?, "text/event-stream")
+        let events = match plan.call_type {
+            CallType::Chat => replay::chat_stream(&answer.body, plan.include_usage)?,
+            CallType::Completions => replay::completion_stream(&answer.body, plan.include_usage)?,
+            CallType::Embeddings => return None,
+        };
+        (events, "text/event-stream")
     } else {
         (answer.body, "application/json")
     };
@@ -332,15 +335,15 @@ async fn store(
     Ok(http::Response::from_parts(parts, body))
 }
 
-/// A whole successful answer: a chat completion with choices none of which the content filter
-/// cut, or an embeddings list; never an error envelope.
+/// A whole successful answer: a chat or text completion with choices none of which the content
+/// filter cut, or an embeddings list; never an error envelope.
 fn complete(call_type: CallType, body: &[u8]) -> bool {
     let Ok(Value::Object(answer)) = serde_json::from_slice::<Value>(body) else { return false };
     if answer.get("error").is_some_and(|e| !e.is_null()) {
         return false;
     }
     match call_type {
-        CallType::Chat => match answer.get("choices") {
+        CallType::Chat | CallType::Completions => match answer.get("choices") {
             Some(Value::Array(choices)) if !choices.is_empty() => {
                 choices.iter().all(|c| c.get("finish_reason").and_then(Value::as_str) != Some("content_filter"))
             }

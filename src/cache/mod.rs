@@ -1,5 +1,6 @@
-//! Response caching, LiteLLM's `litellm_settings.cache`: exact-match answers to chat completions
-//! and embeddings requests, kept in memory or on Redis and served without routing.
+//! Response caching, LiteLLM's `litellm_settings.cache`: exact-match answers to chat completions,
+//! text completions and embeddings requests, kept in memory or on Redis and served without
+//! routing.
 //!
 //! The [`CacheLayer`] sits between the ingress and the routing stack (the gateway puts it right
 //! below its observer), so it sees the endpoint, the parsed request and the caller's
@@ -9,8 +10,8 @@
 //! 1. the [`key`] is derived from the scope, the model group (after alias resolution, or the
 //!    `caching_groups` set that holds it), the endpoint and the body's answer-changing members;
 //! 2. unless the request says `cache: {"no-cache": true}`, the cache is asked (a backend failure
-//!    is a miss); a hit is answered at once, in JSON or, for a streaming chat request, as the
-//!    server-sent events OpenAI sends, with `x-litellm-cache-key` and a [`CacheHit`]
+//!    is a miss); a hit is answered at once, in JSON or, for a streaming (chat or text
+//!    completion) request, as the server-sent events OpenAI sends, with `x-litellm-cache-key` and a [`CacheHit`]
 //!    in the extensions;
 //! 3. otherwise the stack answers; a whole `200` answer that is a complete success is stored for
 //!    the request's `ttl` (else `cache_params.ttl`) unless it says `no-store`. Streams and errors

@@ -1,4 +1,4 @@
-//! A cached chat completion served to a streaming request: the answer re-framed as the
+//! A cached chat (or text) completion served to a streaming request: the answer re-framed as the
 //! server-sent events OpenAI sends (LiteLLM's `convert_to_streaming_response`): one chunk with
 //! each choice's whole message as its delta, one with each choice's `finish_reason`, the usage
 //! chunk when `stream_options.include_usage` asks for it, then `data: [DONE]`.
@@ -67,6 +67,52 @@ pub(crate) fn chat_stream(answer: &[u8], include_usage: bool) -> Option<Bytes> {
     Some(Bytes::from(out))
 }
 
+/// The server-sent events of `answer` (a `text_completion` JSON body), as OpenAI streams a
+/// completion: one chunk with each choice's whole text, one with each choice's `finish_reason`,
+/// the usage chunk when asked for, then `data: [DONE]`; `None` when it is not one.
+pub(crate) fn completion_stream(answer: &[u8], include_usage: bool) -> Option<Bytes> {
+    let Ok(Value::Object(mut answer)) = serde_json::from_slice::<Value>(answer) else { return None };
+    let Some(Value::Array(choices)) = answer.remove("choices") else { return None };
+    let usage = answer.remove("usage");
+    let mut head = Map::new();
+    for key in ["id", "created", "model", "system_fingerprint"] {
+        if let Some(v) = answer.get(key).filter(|v| !v.is_null()) {
+            head.insert(key.to_owned(), v.clone());
+        }
+    }
+    head.insert("object".to_owned(), Value::from("text_completion"));
+    let chunk = |choices: Vec<Value>, usage: Option<Value>| {
+        let mut c = head.clone();
+        c.insert("choices".to_owned(), Value::Array(choices));
+        if let Some(usage) = usage {
+            c.insert("usage".to_owned(), usage);
+        }
+        Value::Object(c)
+    };
+    let mut texts = Vec::with_capacity(choices.len());
+    let mut finishes = Vec::with_capacity(choices.len());
+    for (i, choice) in choices.into_iter().enumerate() {
+        let Value::Object(mut choice) = choice else { return None };
+        let index = choice.remove("index").unwrap_or_else(|| Value::from(i));
+        let text = choice.remove("text").unwrap_or_else(|| Value::from(""));
+        let logprobs = choice.remove("logprobs").unwrap_or(Value::Null);
+        let finish = choice.remove("finish_reason").filter(|f| !f.is_null()).unwrap_or_else(|| Value::from("stop"));
+        texts.push(json!({ "index": index, "text": text, "logprobs": logprobs, "finish_reason": null }));
+        finishes.push(json!({ "index": index, "text": "", "logprobs": null, "finish_reason": finish }));
+    }
+    let mut out = String::new();
+    for event in [chunk(texts, None), chunk(finishes, None)]
+        .into_iter()
+        .chain(include_usage.then(|| chunk(Vec::new(), Some(usage.unwrap_or(Value::Null)))))
+    {
+        out.push_str("data: ");
+        out.push_str(&event.to_string());
+        out.push_str("\n\n");
+    }
+    out.push_str("data: [DONE]\n\n");
+    Some(Bytes::from(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +165,25 @@ mod tests {
         assert!(first["choices"][0]["delta"].get("content").is_none());
         let second: Value = serde_json::from_str(&events[1]).unwrap();
         assert_eq!(second["choices"][0]["finish_reason"], "tool_calls");
+    }
+
+    #[test]
+    fn a_text_completion_streams_as_text_chunks() {
+        let answer = json!({
+            "id": "cmpl-1", "object": "text_completion", "created": 3, "model": "gpt-3.5-turbo-instruct",
+            "choices": [{"index": 0, "text": "four", "logprobs": null, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 2, "completion_tokens": 1, "total_tokens": 3}
+        });
+        let events = events(&completion_stream(answer.to_string().as_bytes(), true).unwrap());
+        assert_eq!(events.len(), 4);
+        let first: Value = serde_json::from_str(&events[0]).unwrap();
+        assert_eq!(first["object"], "text_completion");
+        assert_eq!(first["choices"][0]["text"], "four");
+        let second: Value = serde_json::from_str(&events[1]).unwrap();
+        assert_eq!(second["choices"][0]["finish_reason"], "length");
+        let usage: Value = serde_json::from_str(&events[2]).unwrap();
+        assert_eq!(usage["usage"]["total_tokens"], 3);
+        assert_eq!(events[3], "[DONE]");
     }
 
     #[test]

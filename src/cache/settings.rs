@@ -126,18 +126,21 @@ pub enum CacheMode {
 }
 
 /// The endpoints whose answers are cached (`cache_params.supported_call_types`, LiteLLM's call
-/// type names: `completion` / `acompletion` for chat completions, `embedding` / `aembedding`).
+/// type names: `completion` / `acompletion` for chat completions, `text_completion` /
+/// `atext_completion`, `embedding` / `aembedding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CallTypes {
     /// `/v1/chat/completions`.
     pub chat: bool,
+    /// `/v1/completions`.
+    pub completions: bool,
     /// `/v1/embeddings`.
     pub embeddings: bool,
 }
 
 impl Default for CallTypes {
     fn default() -> Self {
-        Self { chat: true, embeddings: true }
+        Self { chat: true, completions: true, embeddings: true }
     }
 }

@@ -315,16 +315,15 @@ fn call_types(value: &Value, w: &mut Warnings) -> Result<CallTypes, ConfigError>
     let Value::Array(items) = value else {
         return Err(ConfigError::type_error(path, "must be a list of call types (`completion`, `embedding`, ...)"));
     };
-    let mut types = CallTypes { chat: false, embeddings: false };
+    let mut types = CallTypes { chat: false, completions: false, embeddings: false };
     for (i, item) in items.iter().enumerate() {
         let at = format!("{path}[{i}]");
         match item.as_str() {
             Some("completion" | "acompletion") => types.chat = true,
             Some("embedding" | "aembedding") => types.embeddings = true,
+            Some("text_completion" | "atext_completion") => types.completions = true,
             Some(
-                name @ ("text_completion"
-                | "atext_completion"
-                | "transcription"
+                name @ ("transcription"
                 | "atranscription"
                 | "rerank"
                 | "arerank"
@@ -334,7 +333,9 @@ fn call_types(value: &Value, w: &mut Warnings) -> Result<CallTypes, ConfigError>
                 | "aanthropic_messages"),
             ) => w.once(
                 format!("{path}.{name}"),
-                format!("`{at}` (`{name}`) is ignored: Switchyard caches chat completions and embeddings only"),
+                format!(
+                    "`{at}` (`{name}`) is ignored: Switchyard caches chat and text completions and embeddings only"
+                ),
             ),
             Some(other) => return Err(ConfigError::invalid(at, format!("is not a LiteLLM call type: `{other}`"))),
             None => return Err(ConfigError::type_error(at, "must be a call type name")),
