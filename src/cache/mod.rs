@@ -60,7 +60,7 @@ pub(crate) use controls::is_namespace;
 pub use key::{CacheScope, CallType, KeyParts, cache_key, caching_group_name};
 pub use layer::{CACHE_HEADER, CACHE_KEY_HEADER, CACHE_REQUESTS, CacheHit, CacheLayer, CacheService, LiveCache};
 pub use settings::{CacheBackend, CacheMode, CacheSettings, CallTypes};
-pub use store::{CachedAnswer, ResponseCache};
+pub use store::{CachedAnswer, MAX_TTL, ResponseCache};
 
 #[cfg(test)]
 mod tests {

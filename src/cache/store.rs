@@ -78,6 +78,10 @@ impl moka::Expiry<String, Arc<MemEntry>> for PerEntryTtl {
     }
 }
 
+/// The longest an entry is kept, whatever the config or the request say: a year (longer TTLs
+/// would overflow clocks and Redis expiries).
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Bytes an entry is charged beyond its key and body (the entry, the map's node).
 const ENTRY_OVERHEAD: usize = 160;
 
@@ -154,6 +158,7 @@ impl ResponseCache {
         if ttl.is_zero() {
             return false;
         }
+        let ttl = ttl.min(MAX_TTL);
         match &self.backend {
             Backend::Memory(cache) => {
                 let stored_at = Instant::now();
@@ -249,6 +254,14 @@ mod tests {
         let cache = local(1 << 20);
         assert!(!cache.put("k".into(), answer("a"), Duration::ZERO, "chat"));
         assert!(matches!(cache.get("k", None).await, Lookup::Miss));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_huge_ttl_is_capped_not_a_panic() {
+        let cache = local(1 << 20);
+        assert!(cache.put("k".into(), answer("a"), Duration::MAX, "chat"));
+        tokio::time::advance(MAX_TTL - Duration::from_secs(1)).await;
+        assert!(matches!(cache.get("k", None).await, Lookup::Hit(_)));
     }
 
     #[tokio::test]
