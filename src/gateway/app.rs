@@ -18,8 +18,6 @@ use axum::{
 };
 use switchyard_services::ingress::IngressLayer;
 use tower::{ServiceBuilder, util::MapRequestLayer};
-
-use crate::cache::CacheLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 
 use super::{
@@ -30,6 +28,7 @@ use super::{
     routes::{cache, deployments, health, models, probes, reload, responses, state},
     ui,
 };
+use crate::cache::CacheLayer;
 
 /// Paths of the routed endpoints; the ingress reads the endpoint from the end of the path.
 const ROUTED: [&str; 14] = [

@@ -152,10 +152,10 @@ pub(crate) async fn apply(
         }
     }
     let router = &gateway.router;
-    // The step that can still fail: after it, nothing is refused.
+    // The steps that can still fail: after them, nothing is refused.
     let prepared = router.prepare(config).map_err(ReloadError::Router)?;
-    // A cache whose settings changed is built (no I/O: Redis connects in the background) before
-    // anything changes, so a cache that cannot be built refuses the reload.
+    // A cache whose settings changed is built (Redis connects in the background) before anything
+    // changes, so a cache that cannot be built refuses the reload.
     let cache = if gateway.cache.is_current(config.cache.as_ref()) {
         None
     } else {
