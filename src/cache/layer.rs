@@ -96,6 +96,51 @@ impl LiveCache {
 
 /// Applies [`CacheService`]: between the ingress (it reads the parsed request's
 /// [`RouteCtx`]) and the routing stack, so a hit skips routing altogether.
+///
+/// The gateway puts it there itself; a program with its own HTTP front does the same, and
+/// applies a reloaded config's cache settings to the [`LiveCache`] beside `Router::reload`:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+/// use bytes::Bytes;
+/// use http_body_util::Full;
+/// use tower::{ServiceBuilder, ServiceExt};
+/// use switchyard::{
+///     Config, Router,
+///     cache::{CacheLayer, CacheScope, LiveCache},
+///     services::{ingress::IngressLayer, sim::SimProvider},
+/// };
+///
+/// let config = Config::from_yaml_str(r#"
+/// model_list: [{ model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }]
+/// litellm_settings: { cache: true, cache_params: { type: local } }
+/// "#)?;
+/// let router = Router::from_config(&config, SimProvider::new(7))?;
+/// let live = LiveCache::new(config.cache.as_ref())?;
+/// let app = ServiceBuilder::new()
+///     .layer(IngressLayer::new(1 << 20))
+///     .layer(CacheLayer::new(live.clone(), router.clone()))
+///     .service(router.service());
+/// let ask = || {
+///     let mut req = http::Request::post("/v1/chat/completions")
+///         .header("content-type", "application/json")
+///         .body(Full::new(Bytes::from_static(br#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#)))
+///         .unwrap();
+///     // Who is asking: cached answers are never shared across scopes.
+///     req.extensions_mut().insert(CacheScope::named("tenant-a"));
+///     req
+/// };
+/// assert_eq!(app.clone().oneshot(ask()).await?.headers()["x-switchyard-cache"], "miss");
+/// assert_eq!(app.clone().oneshot(ask()).await?.headers()["x-switchyard-cache"], "hit");
+///
+/// // On reload: the router's stack, then the cache's settings.
+/// let next = Config::from_yaml_str("model_list: [{ model_name: gpt-4o, litellm_params: { model: openai/gpt-4o } }]")?;
+/// router.reload(&next)?;
+/// assert!(live.apply(next.cache.as_ref())?, "caching is off now");
+/// assert!(app.oneshot(ask()).await?.headers().get("x-switchyard-cache").is_none());
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
 pub struct CacheLayer {
     live: LiveCache,
