@@ -804,3 +804,42 @@ async fn a_silent_redis_does_not_hold_every_request() {
     assert!(took < Duration::from_secs(5), "20 requests took {took:?}");
     held.abort();
 }
+
+/// The same on a Redis Cluster (`startup_nodes`): answers land on the node of their slot, and
+/// `POST /cache/delete` removes keys of several slots.
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_cluster_cache_is_shared_and_deletes_across_slots() {
+    let cluster = redis_support::RedisCluster::start(3);
+    let nodes: Vec<String> = cluster.urls().iter().map(|u| format!("'{u}'")).collect();
+    let settings = format!(
+        "router_settings:\n  num_retries: 0\nlitellm_settings:\n  cache: true\n  cache_params: {{ type: redis, startup_nodes: [{}], ttl: 60 }}\n",
+        nodes.join(", ")
+    );
+    let (up_a, up_b) = (Upstream::default(), Upstream::default());
+    let (a, b) = (gateway(&up_a, &settings), gateway(&up_b, &settings));
+    let mut keys = Vec::new();
+    for n in 0..4 {
+        let answer = post(&a, &chat("gpt-4o", json!({ "seed": n }))).await;
+        assert_eq!(answer.header("x-switchyard-cache"), "miss");
+        keys.push(answer.header("x-litellm-cache-key").to_owned());
+    }
+    let stored = |key: &str| cluster.nodes().iter().any(|n| n.try_command(&["EXISTS", key]).is_ok_and(|r| r == "1"));
+    let deadline = tokio::time::Instant::now() + loopback::PATIENCE;
+    while !keys.iter().all(|k| stored(k)) {
+        assert!(tokio::time::Instant::now() < deadline, "the answers never reached the cluster");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for n in 0..4 {
+        let answer = post(&b, &chat("gpt-4o", json!({ "seed": n }))).await;
+        assert_eq!(answer.header("x-switchyard-cache"), "hit", "seed {n}");
+        assert_eq!(answer.content(), format!("answer #{}", n + 1));
+    }
+    assert_eq!(up_b.calls(), 0);
+    let delete = Request::post("/cache/delete")
+        .header("content-type", "application/json")
+        .body(Body::from(json!({ "keys": keys }).to_string()))
+        .unwrap();
+    assert_eq!(send(&b, delete).await.1["deleted"], 4);
+    assert!(keys.iter().all(|k| !stored(k)));
+}
