@@ -545,6 +545,14 @@ async fn hits_and_misses_are_counted() {
         let line = format!(r#"switchyard_cache_requests_total{{endpoint="chat",result="{result}"}}"#);
         assert!(text.contains(&line), "{line} missing from:\n{text}");
     }
+    // LiteLLM's names, for boards built on its proxy.
+    for line in [
+        r#"litellm_cache_hits_metric_total{model="gpt-4o"}"#,
+        r#"litellm_cache_misses_metric_total{model="gpt-4o"}"#,
+        r#"litellm_cached_tokens_metric_total{model="gpt-4o"}"#,
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
 }
 
 // ===== LiteLLM's cache endpoints =====

@@ -34,6 +34,13 @@ pub const CACHE_HEADER: &str = "x-switchyard-cache";
 /// `store`, `error`).
 pub const CACHE_REQUESTS: &str = "switchyard_cache_requests_total";
 
+/// LiteLLM's `litellm_cache_hits_metric` (label `model`: the model group), beside ours.
+const LITELLM_HITS: &str = "litellm_cache_hits_metric_total";
+/// LiteLLM's `litellm_cache_misses_metric`: successful answers the cache did not have.
+const LITELLM_MISSES: &str = "litellm_cache_misses_metric_total";
+/// LiteLLM's `litellm_cached_tokens_metric`: the total tokens of the answers served from the cache.
+const LITELLM_CACHED_TOKENS: &str = "litellm_cached_tokens_metric_total";
+
 /// Put in the extensions of an answer served from the cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -223,8 +230,14 @@ where
                 if plan.lookup {
                     match cache.get(&plan.key, plan.max_age).await {
                         Lookup::Hit(answer) => {
+                            let tokens = answer.usage.map(|u| u.total());
                             if let Some(resp) = hit_response(&plan, answer) {
                                 count(Counted::Hit, endpoint);
+                                let model = plan.group.to_string();
+                                metrics::counter!(LITELLM_HITS, "model" => model.clone()).increment(1);
+                                if let Some(tokens) = tokens.filter(|t| *t > 0) {
+                                    metrics::counter!(LITELLM_CACHED_TOKENS, "model" => model).increment(tokens);
+                                }
                                 tracing::Span::current().record("switchyard.cache.result", "hit");
                                 return Ok(resp);
                             }
@@ -241,6 +254,11 @@ where
                 let mut resp = inner.call(req).await?;
                 if plan.lookup {
                     resp.headers_mut().insert(CACHE_HEADER, HeaderValue::from_static("miss"));
+                    // As LiteLLM: counted for answers only (an error is not a cache miss), so
+                    // the label is a name that routed (bounded by the config).
+                    if resp.status().is_success() {
+                        metrics::counter!(LITELLM_MISSES, "model" => plan.group.to_string()).increment(1);
+                    }
                 }
                 if !plan.store || plan.stream || resp.status() != StatusCode::OK {
                     return Ok(resp);
