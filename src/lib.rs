@@ -27,6 +27,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod config;
 #[cfg(feature = "gateway")]
 pub mod gateway;

@@ -425,8 +425,6 @@ fn unknown_keys_are_warned_once_each_and_never_fail_the_load() {
         "litellm_settings.set_verbose",
         "litellm_settings.success_callback",
         "litellm_settings.callbacks",
-        "litellm_settings.cache",
-        "litellm_settings.cache_params",
         "general_settings.database_url",
         "general_settings.alerting",
         "include",
@@ -436,6 +434,17 @@ fn unknown_keys_are_warned_once_each_and_never_fail_the_load() {
         let key = format!("`{}`", key.trim_matches('`'));
         let n = c.warnings.iter().filter(|w| w.contains(&key)).count();
         assert_eq!(n, 1, "one warning for {key}: {:#?}", c.warnings);
+    }
+    // The response cache is read: `cache: true` with a Redis `cache_params` whose server comes
+    // from REDIS_HOST / REDIS_PORT, as LiteLLM's `_redis.py` reads them.
+    assert!(!c.warnings.iter().any(|w| w.contains("`litellm_settings.cache")), "{:#?}", c.warnings);
+    match c.cache.as_ref().map(|s| &s.backend) {
+        Some(switchyard::cache::CacheBackend::Redis(r)) => {
+            // `environment_variables` sets REDIS_PORT, and wins over the process environment.
+            assert_eq!((r.host.as_deref(), r.port), (Some("cache.internal"), Some(6380)));
+            assert_eq!(r.password.as_ref().map(|p| p.expose()), Some("redis-SECRET-pw"));
+        }
+        other => panic!("a Redis cache: {other:?}"),
     }
     assert!(
         !c.warnings.iter().any(|w| w.contains("model_info.base_model") || w.contains("model_info.mode")),

@@ -262,3 +262,25 @@ async fn openai_sdk_chat_stream_with_include_usage_ends_with_a_usage_chunk() {
     assert!(usage[0]["total_tokens"].as_u64().is_some_and(|n| n > 0), "{out}");
     assert_eq!(out["last_has_choices"], false, "the usage chunk comes last, without choices");
 }
+
+/// The `openai` SDK reads a stream the response cache made of a whole cached answer: the text,
+/// the finish reason and the usage chunk, with no second upstream call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_sdk_reads_a_chat_stream_served_from_the_response_cache() {
+    let openai = healthy();
+    let cache = "litellm_settings:\n  cache: true\n  cache_params: { type: local }\n";
+    let gw = gateway(&deployment("gpt", "openai/gpt-4o", "gpt-1", &openai.base_url()), cache).await;
+    let body = r#"{"model": "gpt", "messages": [{"role": "user", "content": "Hi"}]}"#;
+    let auth = format!("Bearer {MASTER_KEY}");
+    let whole = loopback::post(format!("{}/v1/chat/completions", gw.origin), body, &[("authorization", &auth)]).await;
+    assert_eq!(whole.status, StatusCode::OK);
+    assert_eq!(whole.header("x-switchyard-cache"), "miss");
+    let text = whole.json()["choices"][0]["message"]["content"].as_str().expect("content").to_owned();
+    let out = run(&gw, "openai_chat_stream.py", &["gpt"]).await;
+    assert_eq!(out["text"], text.as_str(), "{out}");
+    assert_eq!(out["finish_reasons"], serde_json::json!(["stop"]), "{out}");
+    let usage = out["usage"].as_array().expect("usage chunks");
+    assert_eq!(usage.len(), 1, "{out}");
+    assert_eq!(out["last_has_choices"], false, "{out}");
+    assert_eq!(openai.requests(), 1, "the stream came from the cache");
+}

@@ -133,6 +133,8 @@ pub(crate) struct GatewayView {
     pub(crate) allowed_origins: Option<Vec<String>>,
     pub(crate) allowed_hosts: Option<Vec<String>>,
     pub(crate) max_connections: Option<usize>,
+    /// The response cache (`litellm_settings.cache`): backend, TTL, namespace; `None` when off.
+    pub(crate) response_cache: Option<String>,
 }
 
 impl Summary {
@@ -170,6 +172,7 @@ impl Summary {
                 allowed_origins: config.edge.allowed_origins.clone(),
                 allowed_hosts: config.edge.allowed_hosts.clone(),
                 max_connections: config.edge.max_connections,
+                response_cache: response_cache(config),
             },
             warnings: config.warnings.clone(),
         })
@@ -500,9 +503,42 @@ impl Summary {
             table.row(["max connections".to_owned(), n.to_string()]);
         }
         table.row(["count tokens".to_owned(), g.count_tokens.to_owned()]);
+        table.row(["response cache".to_owned(), g.response_cache.clone().unwrap_or_else(|| "off".to_owned())]);
         writeln!(out, "\ngateway")?;
         table.write(out, "  ")
     }
+}
+
+/// The response cache in one line: `redis cache:6379, ttl 600s, namespace prod, default_off`.
+fn response_cache(config: &Config) -> Option<String> {
+    use switchyard::cache::{CacheBackend, CacheMode};
+
+    let cache = config.cache.as_ref()?;
+    let mut line = match &cache.backend {
+        CacheBackend::Local { max_bytes } => format!("local (per replica, at most {} MiB)", max_bytes >> 20),
+        CacheBackend::Redis(r) => {
+            let server = match (&r.url, &r.host, r.startup_nodes.is_empty()) {
+                (_, _, false) => "cluster".to_owned(),
+                (Some(url), _, _) => mask_url_credentials(url),
+                (None, Some(host), _) => format!("{host}:{}", r.port.unwrap_or(6379)),
+                (None, None, _) => String::new(),
+            };
+            format!("redis {server}").trim_end().to_owned()
+        }
+        _ => "on".to_owned(),
+    };
+    write!(line, ", ttl {}", secs(cache.ttl.as_secs_f64())).ok()?;
+    if let Some(ns) = &cache.namespace {
+        write!(line, ", namespace {ns}").ok()?;
+    }
+    if cache.mode == CacheMode::DefaultOff {
+        line.push_str(", only requests with use-cache");
+    }
+    if !cache.caching_groups.is_empty() {
+        let groups: Vec<String> = cache.caching_groups.iter().map(|g| g.join("+")).collect();
+        write!(line, ", shared by {}", groups.join(" ")).ok()?;
+    }
+    Some(line)
 }
 
 /// A deployment's limits and routing marks, as `key value` words.

@@ -184,7 +184,21 @@ async fn check_json_describes_the_config_for_scripts() {
     assert_eq!(report["router"]["routing_strategy"], "least-busy");
     assert_eq!(report["router"]["state"]["backend"], "memory");
     assert_eq!(report["gateway"]["master_key"], true);
+    assert_eq!(report["gateway"]["response_cache"], Value::Null);
     assert_eq!(report["warnings"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn check_reports_the_response_cache() {
+    let yaml = format!(
+        "{VALID}litellm_settings: {{ cache: true, cache_params: {{ type: redis, url: 'redis://:pw@cache:6379', ttl: 60, namespace: prod }} }}\n"
+    );
+    let path = config_file("cache", &yaml);
+    let (output, stdout, stderr) = run(switchyard().args(["check", "--json", "--config"]).arg(&path)).await;
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let cache = report["gateway"]["response_cache"].as_str().expect("a cache line");
+    assert_eq!(cache, "redis redis://***@cache:6379, ttl 60s, namespace prod");
 }
 
 #[tokio::test]

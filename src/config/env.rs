@@ -79,6 +79,9 @@ impl<'a> Env<'a> {
         if let Some(edge) = doc.get_mut("general_settings").and_then(|g| g.get_mut("edge")) {
             self.resolve_tree(edge, "general_settings.edge")?;
         }
+        if let Some(params) = doc.get_mut("litellm_settings").and_then(|l| l.get_mut("cache_params")) {
+            self.resolve_tree(params, "litellm_settings.cache_params")?;
+        }
         if let Some(Value::Object(router)) = doc.get_mut("router_settings") {
             for key in ROUTER_KEYS {
                 if let Some(v) = router.get_mut(key) {

@@ -137,6 +137,10 @@ pub struct Config {
     /// Health-check routing and the background probes (`enable_health_check_routing`,
     /// `background_health_checks`, `health_check_interval`, ...; `docs/health.md`).
     pub health: crate::health::HealthSettings,
+    /// The response cache (`litellm_settings.cache: true` with `cache_params`, or
+    /// `router_settings.cache_responses`; `router_settings.caching_groups`); `None`: no cache
+    /// (`docs/caching.md`).
+    pub cache: Option<crate::cache::CacheSettings>,
 }
 
 impl Default for Config {
@@ -167,6 +171,7 @@ impl Default for Config {
             warnings: Vec::new(),
             seed: None,
             health: crate::health::HealthSettings::default(),
+            cache: None,
         }
     }
 }
@@ -260,6 +265,7 @@ impl fmt::Debug for Config {
             .field("warnings", &self.warnings)
             .field("seed", &self.seed)
             .field("health", &self.health)
+            .field("cache", &self.cache)
             .finish()
     }
 }

@@ -8,7 +8,7 @@
 //! (`origin`); the master key (every route but the health probes and the dashboard's static
 //! page); then either a handler or, for the OpenAI endpoints, the ingress (body limit, JSON,
 //! errors as OpenAI answers), the observer (routing headers, attempt metrics, the dashboard's
-//! windows) and the routing stack.
+//! windows), the response cache ([`crate::cache`]) and the routing stack.
 
 use std::sync::Arc;
 
@@ -25,9 +25,10 @@ use super::{
     headers::REQUEST_ID,
     observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
-    routes::{deployments, feedback, health, models, probes, reload, responses, state},
+    routes::{cache, deployments, feedback, health, models, probes, reload, responses, state},
     ui,
 };
+use crate::cache::CacheLayer;
 
 /// Paths of the routed endpoints; the ingress reads the endpoint from the end of the path.
 const ROUTED: [&str; 14] = [
@@ -58,6 +59,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
             shared.routing_trail,
             RoutingState { router: shared.router.clone(), feedback: shared.feedback.clone() },
         ))
+        // Below the observer (which reports hits), above the routing stack (which a hit skips).
+        .layer(CacheLayer::new(shared.cache.clone(), shared.router.clone()))
         .service(shared.router.service());
     let mut protected = axum::Router::new();
     for path in ROUTED {
@@ -87,6 +90,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
         .route("/router/reload", post(reload::reload))
         .route("/router/feedback", post(feedback::feedback))
         .route("/adaptive_router/state", get(feedback::adaptive_state))
+        .route("/cache/ping", get(cache::ping))
+        .route("/cache/delete", post(cache::delete))
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));
     let open = axum::Router::new()
         .route("/health/liveliness", get(health::liveliness))

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{GatewayState, error::json_error};
+use crate::cache::CacheScope;
 
 /// The headers a client key may come in, besides `Authorization`.
 const KEY_HEADERS: [HeaderName; 3] = [
@@ -29,14 +30,19 @@ const KEY_HEADERS: [HeaderName; 3] = [
 
 /// Checks the master key (when one is configured) and strips client credentials.
 pub(crate) async fn require_key(State(shared): State<Arc<GatewayState>>, mut req: Request, next: Next) -> Response {
-    let granted = match &shared.settings.load().master_key {
-        None => true,
-        Some(key) => presented_key(req.headers()).is_some_and(|presented| matches(key.expose(), presented)),
+    let (granted, scope) = match &shared.settings.load().master_key {
+        None => (true, CacheScope::open()),
+        Some(key) => (
+            presented_key(req.headers()).is_some_and(|presented| matches(key.expose(), presented)),
+            CacheScope::of_key(key.expose()),
+        ),
     };
     strip_credentials(req.headers_mut());
     if !granted {
         return unauthorized();
     }
+    // Cached answers are shared only inside the credential's scope (`crate::cache::key`).
+    req.extensions_mut().insert(scope);
     next.run(req).await
 }
 

@@ -239,6 +239,7 @@ impl GatewayBuilder {
             router = router.seed(seed);
         }
         let router = router.build(provider).map_err(GatewayError::Router)?;
+        let cache = crate::cache::LiveCache::new(self.config.cache.as_ref()).map_err(GatewayError::Cache)?;
         let shared = GatewayState {
             router,
             settings: ArcSwap::from_pointee(GatewaySettings::of(&self.config)),
@@ -256,6 +257,7 @@ impl GatewayBuilder {
             litellm,
             routing_trail: self.routing_trail,
             stopping: tokio::sync::watch::Sender::new(false),
+            cache,
         };
         Ok(Gateway { shared: Arc::new(shared) })
     }
@@ -274,6 +276,8 @@ pub enum GatewayError {
     /// [`GatewayBuilder::connection_limits`] cannot be served (a zero timeout or cap, a head
     /// limit under 8 KiB); the text names the limit.
     Limits(String),
+    /// The response cache could not be built (`litellm_settings.cache_params`).
+    Cache(crate::ConfigError),
 }
 
 impl fmt::Display for GatewayError {
@@ -283,6 +287,7 @@ impl fmt::Display for GatewayError {
             Self::Router(e) => e.fmt(f),
             Self::Deployment(e) => e.fmt(f),
             Self::Limits(e) => f.write_str(e),
+            Self::Cache(e) => e.fmt(f),
         }
     }
 }
@@ -293,6 +298,7 @@ impl std::error::Error for GatewayError {
             Self::MissingProvider | Self::Limits(_) => None,
             Self::Router(e) => Some(e),
             Self::Deployment(e) => Some(e),
+            Self::Cache(e) => Some(e),
         }
     }
 }

@@ -123,6 +123,8 @@ pub(crate) struct GatewayState {
     /// Set when [`Gateway::serve`] starts shutting down: open event streams end, so they do not
     /// hold the graceful shutdown for its whole grace period.
     pub(crate) stopping: tokio::sync::watch::Sender<bool>,
+    /// The response cache (`litellm_settings.cache`); a reload that changes its settings swaps it.
+    pub(crate) cache: crate::cache::LiveCache,
 }
 
 /// The config's settings for the gateway's own handlers, replaced as a whole by a reload.

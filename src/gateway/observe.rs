@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::{feedback::FeedbackLog, headers, metrics, metrics::litellm::LiteLlmMetrics, trail, ui::Dashboard};
-use crate::Router;
+use crate::{Router, cache::CacheHit};
 
 /// Applies [`Observe`].
 #[derive(Clone, Debug)]
@@ -149,6 +149,14 @@ where
                             }
                             trail::append_fail_open(&mut value, &fail_open);
                             trail::insert(resp.headers_mut(), &value);
+                        }
+                    } else if resp.extensions().get::<CacheHit>().is_some() {
+                        // Answered by the response cache: no attempt was made.
+                        if let Some(id) = call_id {
+                            resp.headers_mut().insert(headers::LITELLM_CALL_ID, id);
+                        }
+                        if with_trail {
+                            trail::insert(resp.headers_mut(), trail::CACHE_HIT);
                         }
                     }
                     Ok(resp)

@@ -152,8 +152,16 @@ pub(crate) async fn apply(
         }
     }
     let router = &gateway.router;
-    // The step that can still fail: after it, nothing is refused.
+    // The steps that can still fail: after them, nothing is refused.
     let prepared = router.prepare(config).map_err(ReloadError::Router)?;
+    // A cache whose settings changed is built (Redis connects in the background) before anything
+    // changes, so a cache that cannot be built refuses the reload.
+    let cache = if gateway.cache.is_current(config.cache.as_ref()) {
+        None
+    } else {
+        let built = config.cache.as_ref().map(|s| crate::cache::ResponseCache::new(s.clone())).transpose();
+        Some(built.map_err(ReloadError::Config)?)
+    };
 
     let registry = router.registry();
     let mut summary = ReloadSummary { warnings: config.warnings.clone(), ..ReloadSummary::default() };
@@ -191,6 +199,11 @@ pub(crate) async fn apply(
         );
     }
     gateway.settings.store(Arc::new(settings));
+    if let Some(cache) = cache
+        && gateway.cache.install(config.cache.as_ref(), cache)
+    {
+        tracing::info!(enabled = config.cache.is_some(), "response cache settings changed: a new cache is in use");
+    }
     gateway.dashboard.set_default_max_parallel_requests(config.precall.default_max_parallel_requests);
     gateway.litellm.set_deployments(&config.deployments);
     if config.edge != gateway.edge {

@@ -15,7 +15,8 @@
 //! percent-encoded outside `A-Z a-z 0-9 - . _ ~`, so `/`, `:`, `,` and spaces inside them never
 //! split an entry; `outcome` is the attempt's class (`success`, `rate_limited`, `server_error`,
 //! `timeout`, `connect`, ...); `duration` is the attempt's time in whole milliseconds until its
-//! answer (for a stream: its first content chunk). A served answer ends with the attempt that
+//! answer (for a stream: its first content chunk). An answer from the response cache
+//! ([`crate::cache`]) made no attempt: its trail is [`CACHE_HIT`]. A served answer ends with the attempt that
 //! served it (`success`); an error answer lists the failed attempts (none when the call never
 //! reached a deployment: an unknown model, every deployment cooling down). The value stays under
 //! [`MAX_LEN`] bytes: when the attempts do not fit, the middle ones are left out and a `+N`
@@ -52,6 +53,9 @@ pub const TRAIL: HeaderName = HeaderName::from_static("x-switchyard-trail");
 
 /// Longest trail value, in bytes.
 pub const MAX_LEN: usize = 1024;
+
+/// The trail of an answer served from the response cache.
+pub const CACHE_HIT: &str = "cache_hit";
 
 /// Whether `headers` ask for the trail.
 pub fn wanted(headers: &HeaderMap) -> bool {

@@ -20,16 +20,16 @@ use crate::{
 
 /// Every check, in the order they run; each runs on what the previous ones left.
 const CHECKS: [Check; 13] = [
-    Check::Now(drop_blocked),
-    Check::Now(match_tags),
-    Check::Now(match_region),
-    Check::Now(match_capabilities),
-    Check::Now(match_params),
+    Check::Now(Immediate::Blocked),
+    Check::Now(Immediate::Tags),
+    Check::Now(Immediate::Region),
+    Check::Now(Immediate::Capabilities),
+    Check::Now(Immediate::Params),
     Check::MayWait(Waiting::ContextWindow),
     Check::MayWait(Waiting::Limits),
     Check::MayWait(Waiting::Budgets),
     Check::MayWait(Waiting::ParallelSlot),
-    Check::Now(lowest_tier),
+    Check::Now(Immediate::LowestTier),
     Check::MayWait(Waiting::Conversation),
     Check::MayWait(Waiting::Session),
     Check::MayWait(Waiting::PromptCache),
@@ -39,9 +39,44 @@ const CHECKS: [Check; 13] = [
 #[derive(Clone, Copy)]
 enum Check {
     /// A check that never waits.
-    Now(fn(&mut Checks<'_>) -> Result<(), BoxError>),
+    Now(Immediate),
     /// A check that may wait.
     MayWait(Waiting),
+}
+
+/// The checks that never wait. (Variants rather than function pointers: the driver's `match`
+/// inlines them, and most return at their first test of the config.)
+#[derive(Clone, Copy)]
+enum Immediate {
+    /// 1. Blocked deployments.
+    Blocked,
+    /// 2. Tags.
+    Tags,
+    /// 3. Region.
+    Region,
+    /// 4. Capabilities.
+    Capabilities,
+    /// 4b. Params.
+    Params,
+    /// 9. Order tiers.
+    LowestTier,
+}
+
+impl Immediate {
+    #[inline]
+    fn run(self, c: &mut Checks<'_>) -> Result<(), BoxError> {
+        match self {
+            Self::Blocked => drop_blocked(c),
+            Self::Tags => match_tags(c),
+            Self::Region => match_region(c),
+            Self::Capabilities => match_capabilities(c),
+            Self::Params => match_params(c),
+            Self::LowestTier => {
+                lowest_tier(c);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// The checks that may wait, and what for.
@@ -193,7 +228,7 @@ impl<'a> Checks<'a> {
     fn step(&mut self) -> Result<Option<Waiting>, BoxError> {
         while let Some(&check) = CHECKS.get(self.next) {
             match check {
-                Check::Now(run) => run(self)?,
+                Check::Now(check) => check.run(self)?,
                 Check::MayWait(check) => {
                     if check.try_now(self)? == Tried::MustWait {
                         return Ok(Some(check));
@@ -283,11 +318,10 @@ fn match_params(c: &mut Checks<'_>) -> Result<(), BoxError> {
 }
 
 /// 9. Order tiers: a tier emptied by the checks above gives way to the next one.
-fn lowest_tier(c: &mut Checks<'_>) -> Result<(), BoxError> {
+fn lowest_tier(c: &mut Checks<'_>) {
     if c.shared.config.order && c.list.declared().tiers {
         order::filter(&mut c.list);
     }
-    Ok(())
 }
 
 impl Waiting {
@@ -295,6 +329,7 @@ impl Waiting {
     /// needs them and says it must wait.
     ///
     /// [`wait`]: Self::wait
+    #[inline]
     fn try_now(self, c: &mut Checks<'_>) -> Result<Tried, BoxError> {
         let shared = c.shared;
         let config = &*shared.config;

@@ -47,6 +47,9 @@ pub const ROUTING_KEYS: &[&str] = &[
     "mock_testing_context_fallbacks",
     "mock_testing_content_policy_fallbacks",
     "mock_testing_rate_limit_error",
+    // LiteLLM's per-request cache controls and switch, read by the gateway's response cache.
+    "cache",
+    "caching",
     "api_key",
     "api_base",
     "base_url",

@@ -1,6 +1,7 @@
 //! The load pipeline (YAML -> JSON value -> `os.environ/` -> serde shapes -> typed [`Config`]
 //! -> validation); the conversion of each settings section is in its own module.
 
+mod cache_keys;
 mod general_settings;
 mod health_keys;
 mod litellm_settings;
@@ -112,9 +113,11 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
     health_keys::sections(&mut config, &mut router, &mut general_raw)?;
     let skip_unsupported = router.skip_unsupported_providers.is_some_and(|f| f.0);
     unsupported_providers(&mut config, &mut sources, skip_unsupported, &mut w)?;
-    let litellm = raw.litellm_settings.unwrap_or_default();
+    let mut litellm = raw.litellm_settings.unwrap_or_default();
+    let cache = cache_keys::CacheKeys::take(&mut litellm.extra, &mut router.extra);
     shared(&mut config, &mut sources, &router, &litellm, &mut w)?;
     router_only(&mut config, router, &mut w)?;
+    cache_keys::cache(&mut config, cache, &env, &mut w)?;
     w.ignored_keys("litellm_settings", &litellm.extra, NOT_SUPPORTED);
     general(&mut config, general_raw, &mut w)?;
     health_keys::check_groups(&config, &mut w);

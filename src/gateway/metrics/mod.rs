@@ -99,6 +99,10 @@ fn describe() {
         "Routed call time minus the serving attempt's upstream time: routing plus failed attempts."
     );
     metrics::describe_counter!(RELOADS, "Config reloads, by result.");
+    metrics::describe_counter!(
+        crate::cache::CACHE_REQUESTS,
+        "Response cache lookups and writes, by endpoint and result (hit, miss, store, error)."
+    );
     metrics::describe_counter!("switchyard_cooldowns_total", "Deployments benched, by group, deployment and outcome.");
     metrics::describe_gauge!(
         "switchyard_deployment_healthy",
@@ -130,6 +134,8 @@ pub(crate) fn endpoint_label(path: &str) -> &'static str {
         "/metrics" => "/metrics",
         "/router/deployments" => "/router/deployments",
         "/router/reload" => "/router/reload",
+        "/cache/ping" => "/cache/ping",
+        "/cache/delete" => "/cache/delete",
         "/router/state" => "/router/state",
         "/router/events" => "/router/events",
         "/router/events/stream" => "/router/events/stream",

@@ -1,6 +1,7 @@
 //! The gateway's own endpoints: model listing, health, metrics, operations, the dashboard's
 //! state, stored-response operations and token counting. The OpenAI endpoints are the routing stack itself, mounted in [`app`](super::app).
 
+pub(crate) mod cache;
 pub(crate) mod deployments;
 pub(crate) mod feedback;
 pub(crate) mod health;
