@@ -6,7 +6,11 @@
 //!   body carrying that prompt (plus a system prompt) and deciding;
 //! - `complexity/greeting`: the same for a two-word prompt;
 //! - `quality/route_body`: the quality router on the same body (the same scorer, then the tier's
-//!   cheapest group among eight), with a caller's minimum tier.
+//!   cheapest group among eight), with a caller's minimum tier;
+//! - `adaptive/route_body`: the adaptive router on the same body (LiteLLM's request classifier,
+//!   then one Beta draw per group among eight, scored against cost; memory store, seeded);
+//! - `adaptive/outcome`: what learning from one call's outcome costs the request's task (the
+//!   local posterior update and handing the store write to the bookkeeping).
 //!
 //! ```text
 //! cargo bench --bench preroute -- --warm-up-time 1 --measurement-time 3
@@ -16,10 +20,14 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use std::sync::Arc;
+
 use switchyard::layers::{
-    RequestFacts,
+    RequestFacts, StateStore,
+    ctx::PreRouteDecision,
     preroute::{
-        PreRouteInput, PreRouter,
+        PreRouteInput, PreRouteOutcome, PreRouter,
+        adaptive::{AdaptiveCandidate, AdaptivePreferences, AdaptiveRouter, AdaptiveRouterConfig},
         complexity::{ComplexityRouter, ComplexityRouterConfig},
         quality::{QualityCandidate, QualityRouter, QualityRouterConfig, RoutingPreferences},
     },
@@ -81,6 +89,32 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(prompt.len() as u64));
     group.bench_function("route_body", |b| {
         b.iter(|| black_box(quality.route(&PreRouteInput::new("smart-router", black_box(&facts)))))
+    });
+    group.finish();
+
+    let candidates = names.iter().enumerate().map(|(i, name)| {
+        let tier = u8::try_from(i % 3 + 1).unwrap_or(2);
+        AdaptiveCandidate::new(name.as_str(), AdaptivePreferences::new(tier)).with_input_cost(Some(1e-6 * i as f64))
+    });
+    let store = Arc::new(StateStore::memory());
+    let adaptive =
+        AdaptiveRouter::new("smart-router", AdaptiveRouterConfig::new(names.iter()), candidates, store, Some(7))
+            .expect("a valid config");
+    let facts = RequestFacts::new().with_body(chat_body(&prompt));
+    let mut group = c.benchmark_group("adaptive");
+    group.throughput(Throughput::Bytes(prompt.len() as u64));
+    group.bench_function("route_body", |b| {
+        b.iter(|| black_box(adaptive.route(&PreRouteInput::new("smart-router", black_box(&facts)))))
+    });
+    let decision = PreRouteDecision::new("group-3", "bandit").with_tier("general");
+    group.bench_function("outcome", |b| {
+        b.iter(|| {
+            adaptive.on_outcome(&PreRouteOutcome::failed(
+                "smart-router",
+                &decision,
+                Some(switchyard::layers::Outcome::ServerError),
+            ))
+        })
     });
     group.finish();
 }

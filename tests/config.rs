@@ -1767,7 +1767,7 @@ fn invalid_pre_router_entries_are_refused_with_their_path() {
         "model_list[2].litellm_params.complexity_router_config",
         "`classifier_type: \"llm\"` is not supported",
     );
-    // The semantic router and the adaptive one are not implemented.
+    // The semantic router is not implemented; the adaptive one needs its config.
     assert_err(
         &with_entry(
             "{ model_name: semantic, litellm_params: { model: auto_router/my-router, auto_router_config: '{}', \
@@ -1780,8 +1780,8 @@ fn invalid_pre_router_entries_are_refused_with_their_path() {
     assert_err(
         &with_entry("{ model_name: a, litellm_params: { model: auto_router/adaptive_router } }"),
         ConfigErrorKind::Invalid,
-        "model_list[2].litellm_params.model",
-        "adaptive router",
+        "model_list[2].litellm_params.adaptive_router_config",
+        "is required",
     );
     // A virtual name must be its own.
     assert_err(

@@ -6,17 +6,24 @@
 //!   `complexity_router_config` and `complexity_router_default_model`;
 //! - `auto_router/quality_router...`: the [`QualityRouter`] with `quality_router_config` and
 //!   `quality_router_default_model`, over the groups' `model_info.litellm_routing_preferences`;
-//! - `auto_router/adaptive_router...` and any other `auto_router/<name>` (LiteLLM's semantic
-//!   router, `auto_router_config`): refused at load, naming the entry (not implemented yet).
+//! - `auto_router/adaptive_router...`: the [`AdaptiveRouter`] (a Thompson-sampling bandit) with
+//!   `adaptive_router_config` and `adaptive_router_default_model`, over the groups'
+//!   `model_info.adaptive_router_preferences`, its posteriors in the router's store;
+//! - any other `auto_router/<name>` (LiteLLM's semantic router, `auto_router_config`): refused at
+//!   load, naming the entry (not implemented yet).
 
 use std::{collections::BTreeMap, fmt, sync::Arc};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchyard_layers::preroute::{
-    PreRouter, PreRouters,
-    complexity::{ComplexityRouter, ComplexityRouterConfig, Tier},
-    quality::{QualityCandidate, QualityRouter, QualityRouterConfig, RoutingPreferences},
+use switchyard_layers::{
+    StateStore,
+    preroute::{
+        PreRouter, PreRouters,
+        adaptive::{AdaptiveCandidate, AdaptivePreferences, AdaptiveRouter, AdaptiveRouterConfig},
+        complexity::{ComplexityRouter, ComplexityRouterConfig, Tier},
+        quality::{QualityCandidate, QualityRouter, QualityRouterConfig, RoutingPreferences},
+    },
 };
 
 use super::{
@@ -57,6 +64,20 @@ pub enum AutoRouter {
     /// `quality_router_default_model` applied; the candidates' tiers are
     /// [`Config::routing_preferences`].
     Quality(QualityRouterConfig),
+    /// `auto_router/adaptive_router`: the settings; the groups' priors are
+    /// [`Config::adaptive_preferences`].
+    Adaptive(Box<AdaptiveSettings>),
+}
+
+/// An `auto_router/adaptive_router` entry's settings.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct AdaptiveSettings {
+    /// `adaptive_router_config`.
+    pub config: AdaptiveRouterConfig,
+    /// `adaptive_router_default_model`: checked to be a known group, otherwise unused (as in
+    /// LiteLLM 1.100, which declares it and never reads it).
+    pub default_model: Option<String>,
 }
 
 impl AutoRouter {
@@ -65,6 +86,7 @@ impl AutoRouter {
         match self {
             Self::Complexity(_) => "complexity_router",
             Self::Quality(_) => "quality_router",
+            Self::Adaptive(_) => "adaptive_router",
         }
     }
 
@@ -95,15 +117,40 @@ impl AutoRouter {
                 }
                 out
             }
+            Self::Adaptive(a) => a
+                .config
+                .available_models
+                .iter()
+                .map(|group| {
+                    let tier = config.adaptive_preferences.get(group).map_or(2, |p| p.quality_tier);
+                    (format!("bandit, tier {tier}"), group.clone())
+                })
+                .collect(),
         }
     }
 
-    /// Builds the router over `config`'s groups.
-    pub(crate) fn build(&self, config: &Config) -> Result<Arc<dyn PreRouter>, String> {
+    /// Builds the router named `name` over `config`'s groups; an adaptive router keeps its
+    /// posteriors in `store`.
+    pub(crate) fn build(
+        &self,
+        name: &str,
+        config: &Config,
+        store: &Arc<StateStore>,
+    ) -> Result<(Arc<dyn PreRouter>, Option<AdaptiveRouter>), String> {
         match self {
-            Self::Complexity(c) => Ok(Arc::new(ComplexityRouter::new((**c).clone()).map_err(|e| e.to_string())?)),
+            Self::Complexity(c) => {
+                Ok((Arc::new(ComplexityRouter::new((**c).clone()).map_err(|e| e.to_string())?), None))
+            }
             Self::Quality(q) => {
-                Ok(Arc::new(QualityRouter::new(q.clone(), candidates(config)).map_err(|e| e.to_string())?))
+                Ok((Arc::new(QualityRouter::new(q.clone(), candidates(config)).map_err(|e| e.to_string())?), None))
+            }
+            Self::Adaptive(a) => {
+                // Its own stream of draws, reproducible with `router_settings.seed`.
+                let seed = config.seed.map(|s| s.wrapping_add(3));
+                let router =
+                    AdaptiveRouter::new(name, a.config.clone(), adaptive_candidates(config), store.clone(), seed)
+                        .map_err(|e| e.to_string())?;
+                Ok((Arc::new(router.clone()), Some(router)))
             }
         }
     }
@@ -131,20 +178,57 @@ fn candidates(config: &Config) -> Vec<QualityCandidate> {
         .collect()
 }
 
+/// The adaptive router's candidates: every group of the config, with its preferences (LiteLLM's
+/// default without) and its cheapest deployment's input price.
+fn adaptive_candidates(config: &Config) -> Vec<AdaptiveCandidate> {
+    let mut out: BTreeMap<&str, Option<f64>> = BTreeMap::new();
+    for d in &config.deployments {
+        let price = out.entry(&d.group).or_insert(None);
+        if let Some(p) = d.input_cost_per_token {
+            *price = Some(price.map_or(p, |q: f64| q.min(p)));
+        }
+    }
+    out.into_iter()
+        .map(|(group, price)| {
+            let prefs = config.adaptive_preferences.get(group).cloned().unwrap_or_default();
+            AdaptiveCandidate::new(group, prefs).with_input_cost(price)
+        })
+        .collect()
+}
+
 impl Config {
     /// The pre-routers of [`pre_routers`](Self::pre_routers), built over this config's groups,
     /// one per virtual name: what [`RoutingStack`](switchyard_layers::stack::RoutingStack) puts
-    /// in its pre-route layer. Fails on settings [`validate`](Self::validate) refuses.
+    /// in its pre-route layer. Fails on settings [`validate`](Self::validate) refuses. An
+    /// adaptive router built here keeps its posteriors in a store of its own (it learns alone):
+    /// [`build_pre_routers_with`](Self::build_pre_routers_with) shares the router's.
     pub fn build_pre_routers(&self) -> Result<PreRouters, ConfigError> {
+        Ok(self.build_pre_routers_over(&Arc::new(StateStore::memory()))?.0)
+    }
+
+    /// [`build_pre_routers`](Self::build_pre_routers) with adaptive routers keeping their
+    /// posteriors in `store` (shared by every replica on Redis).
+    pub fn build_pre_routers_with(&self, store: &Arc<StateStore>) -> Result<PreRouters, ConfigError> {
+        Ok(self.build_pre_routers_over(store)?.0)
+    }
+
+    /// The pre-routers, and the adaptive ones by their concrete type (for feedback and the
+    /// dashboard).
+    pub(crate) fn build_pre_routers_over(
+        &self,
+        store: &Arc<StateStore>,
+    ) -> Result<(PreRouters, Vec<AdaptiveRouter>), ConfigError> {
         let mut set = PreRouters::new();
+        let mut adaptive = Vec::new();
         for (i, entry) in self.pre_routers.iter().enumerate() {
-            let router = entry
+            let (router, concrete) = entry
                 .router
-                .build(self)
+                .build(&entry.name, self, store)
                 .map_err(|message| ConfigError::invalid(format!("pre_routers[{i}]"), message))?;
             set.insert(entry.name.as_str(), router);
+            adaptive.extend(concrete);
         }
-        Ok(set)
+        Ok((set, adaptive))
     }
 }
 
@@ -156,6 +240,7 @@ pub(crate) fn is_auto_router(raw: &RawModel) -> bool {
 /// The keys of each router kind in `litellm_params` (LiteLLM's `STRATEGY_ROUTER_PARAM_FIELDS`).
 const COMPLEXITY_KEYS: [&str; 2] = ["complexity_router_config", "complexity_router_default_model"];
 const QUALITY_KEYS: [&str; 2] = ["quality_router_config", "quality_router_default_model"];
+const ADAPTIVE_KEYS: [&str; 2] = ["adaptive_router_config", "adaptive_router_default_model"];
 
 /// Converts the pre-router entry `model_list[index]`.
 pub(crate) fn entry(index: usize, raw: RawModel, w: &mut Warnings) -> Result<PreRouterEntry, ConfigError> {
@@ -189,10 +274,7 @@ pub(crate) fn entry(index: usize, raw: RawModel, w: &mut Warnings) -> Result<Pre
     } else if kind.starts_with("quality_router") {
         quality(&mut p, &lp, w)?
     } else if kind.starts_with("adaptive_router") {
-        return Err(ConfigError::invalid(
-            lp("model"),
-            format!("`{model}` (LiteLLM's adaptive router) is not supported by Switchyard yet"),
-        ));
+        adaptive(&mut p, &lp, w)?
     } else if kind.trim().is_empty() {
         return Err(ConfigError::invalid(lp("model"), "names no router after `auto_router/`"));
     } else {
@@ -200,7 +282,8 @@ pub(crate) fn entry(index: usize, raw: RawModel, w: &mut Warnings) -> Result<Pre
             lp("model"),
             format!(
                 "`{model}` selects LiteLLM's semantic auto router (`auto_router_config`), which Switchyard does not \
-                 implement yet; supported: auto_router/complexity_router, auto_router/quality_router"
+                 implement yet; supported: auto_router/complexity_router, auto_router/quality_router, \
+                 auto_router/adaptive_router"
             ),
         ));
     };
@@ -248,6 +331,56 @@ fn quality(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) -> 
     Ok(AutoRouter::Quality(config))
 }
 
+fn adaptive(p: &mut RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) -> Result<AutoRouter, ConfigError> {
+    let Some(config) = take::<AdaptiveRouterConfig>(p, "adaptive_router_config", lp)? else {
+        return Err(ConfigError::invalid(
+            lp("adaptive_router_config"),
+            "is required for adaptive-router deployments (with `available_models`)",
+        ));
+    };
+    for key in config.other.keys() {
+        let path = lp(&format!("adaptive_router_config.{key}"));
+        w.ignored(format!("model_list[].litellm_params.adaptive_router_config.{key}"), &path, NOT_SUPPORTED);
+    }
+    config.check().map_err(|e| ConfigError::invalid(lp("adaptive_router_config"), e.message()))?;
+    let default_model: Option<String> = take(p, "adaptive_router_default_model", lp)?;
+    Ok(AutoRouter::Adaptive(Box::new(AdaptiveSettings { config, default_model })))
+}
+
+/// The adaptive router's `model_info.adaptive_router_preferences` of `model_list[index]`, taken
+/// out of its `model_info` (a tier outside 1..=3 fails the load, naming it).
+pub(crate) fn adaptive_preferences(
+    index: usize,
+    raw: &mut RawModel,
+    w: &mut Warnings,
+) -> Result<Option<AdaptivePreferences>, ConfigError> {
+    let Some(value) = raw
+        .model_info
+        .as_mut()
+        .and_then(|info| info.extra.remove("adaptive_router_preferences"))
+        .filter(|v| !v.is_null())
+    else {
+        return Ok(None);
+    };
+    let path = format!("model_list[{index}].model_info.adaptive_router_preferences");
+    let prefs: AdaptivePreferences = serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let at = if inner == "." { path.clone() } else { format!("{path}.{inner}") };
+        ConfigError::type_error(at, e.inner().to_string())
+    })?;
+    if !(1..=3).contains(&prefs.quality_tier) {
+        return Err(ConfigError::invalid(
+            format!("{path}.quality_tier"),
+            format!("{} is not supported; valid tiers are [1, 2, 3]", prefs.quality_tier),
+        ));
+    }
+    for key in prefs.other.keys() {
+        let p = format!("{path}.{key}");
+        w.ignored(format!("model_list[].model_info.adaptive_router_preferences.{key}"), &p, NOT_SUPPORTED);
+    }
+    Ok(Some(prefs))
+}
+
 /// Takes `key` out of the entry's provider parameters and reads it, naming its path (and the
 /// path inside it) in errors. A null is absent.
 fn take<T: DeserializeOwned>(
@@ -290,7 +423,10 @@ fn ignore_params(p: RawParams, lp: &dyn Fn(&str) -> String, w: &mut Warnings) {
     let extra: BTreeMap<String, Value> = p.extra;
     let keys = typed.iter().filter(|(_, set)| *set).map(|(k, _)| (*k).to_owned()).chain(extra.into_keys());
     for key in keys {
-        let why = if COMPLEXITY_KEYS.contains(&key.as_str()) || QUALITY_KEYS.contains(&key.as_str()) {
+        let why = if COMPLEXITY_KEYS.contains(&key.as_str())
+            || QUALITY_KEYS.contains(&key.as_str())
+            || ADAPTIVE_KEYS.contains(&key.as_str())
+        {
             "it configures another kind of auto router"
         } else {
             "a pre-router entry calls no provider"
@@ -330,5 +466,35 @@ pub(crate) fn merge_preferences(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    Ok(())
+}
+
+/// The adaptive preferences of every group, merged over its deployments: the tier must agree,
+/// the strengths are the union.
+pub(crate) fn merge_adaptive(
+    into: &mut BTreeMap<String, AdaptivePreferences>,
+    group: &str,
+    prefs: AdaptivePreferences,
+    path: impl FnOnce() -> String,
+) -> Result<(), ConfigError> {
+    let Some(have) = into.get_mut(group) else {
+        into.insert(group.to_owned(), prefs);
+        return Ok(());
+    };
+    if have.quality_tier != prefs.quality_tier {
+        return Err(ConfigError::invalid(
+            path(),
+            format!(
+                "quality tier {} differs from {} declared by another deployment of group `{group}`; a group has one \
+                 adaptive quality tier",
+                prefs.quality_tier, have.quality_tier
+            ),
+        ));
+    }
+    for s in prefs.strengths {
+        if !have.strengths.contains(&s) {
+            have.strengths.push(s);
+        }
+    }
     Ok(())
 }

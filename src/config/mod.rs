@@ -51,13 +51,13 @@ use switchyard_layers::{
     cooldown::CooldownConfig,
     fallback::FallbackTables,
     precall::PreCallConfig,
-    preroute::quality::RoutingPreferences,
+    preroute::{adaptive::AdaptivePreferences, quality::RoutingPreferences},
     retry::RetryConfig,
     select::{RoutingGroups, RoutingStrategy, StrategyArgs},
     state::LatencyConfig,
 };
 
-pub use auto_router::{AutoRouter, PreRouterEntry};
+pub use auto_router::{AdaptiveSettings, AutoRouter, PreRouterEntry};
 pub use error::{ConfigError, ConfigErrorKind};
 pub use http_server::EdgeSettings;
 pub use redis::RedisSettings;
@@ -83,6 +83,10 @@ pub struct Config {
     /// (`model_info.litellm_routing_preferences`, or `model_info.quality_tier`), merged over the
     /// group's deployments.
     pub routing_preferences: BTreeMap<String, RoutingPreferences>,
+    /// The adaptive router's preferences of each model group
+    /// (`model_info.adaptive_router_preferences`: quality tier and strengths, which set its
+    /// priors); a group without them gets LiteLLM's default (tier 2).
+    pub adaptive_preferences: BTreeMap<String, AdaptivePreferences>,
     /// `routing_strategy` (default `simple-shuffle`).
     pub routing_strategy: RoutingStrategy,
     /// `routing_strategy_args.lowest_latency_buffer`.
@@ -148,6 +152,7 @@ impl Default for Config {
             aliases: Vec::new(),
             pre_routers: Vec::new(),
             routing_preferences: BTreeMap::new(),
+            adaptive_preferences: BTreeMap::new(),
             routing_strategy: RoutingStrategy::default(),
             strategy_args: StrategyArgs::default(),
             latency: LatencyConfig::default(),
@@ -242,6 +247,7 @@ impl fmt::Debug for Config {
             .field("aliases", &self.aliases)
             .field("pre_routers", &self.pre_routers)
             .field("routing_preferences", &self.routing_preferences)
+            .field("adaptive_preferences", &self.adaptive_preferences)
             .field("routing_strategy", &self.routing_strategy)
             .field("strategy_args", &self.strategy_args)
             .field("latency", &self.latency)

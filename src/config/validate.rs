@@ -323,8 +323,29 @@ fn check_pre_routers(config: &Config, names: &Names<'_>, sources: &Sources) -> R
                     known(default, "quality_router_default_model")?;
                 }
             }
+            AutoRouter::Adaptive(a) => {
+                for (j, group) in a.config.available_models.iter().enumerate() {
+                    if !names.groups.contains(group.as_str()) {
+                        let key = format!("adaptive_router_config.available_models[{j}]");
+                        let why = format!(
+                            "`{group}` is not a model group in `model_list` (the adaptive router reads each group's \
+                             `model_info.adaptive_router_preferences`){}",
+                            Names::list(names.groups.iter().copied().collect())
+                        );
+                        return Err(ConfigError::invalid(sources.pre_router(i, &key), why));
+                    }
+                }
+                if let Some(default) = &a.default_model {
+                    known(default, "adaptive_router_default_model")?;
+                }
+            }
         }
-        entry.router.build(config).map_err(|message| ConfigError::invalid(sources.pre_router(i, ""), message))?;
+        // Built over a throwaway store: only the settings are checked here.
+        let store = std::sync::Arc::new(switchyard_layers::StateStore::memory());
+        entry
+            .router
+            .build(name, config, &store)
+            .map_err(|message| ConfigError::invalid(sources.pre_router(i, ""), message))?;
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use super::{
     headers::REQUEST_ID,
     observe::{ObserveLayer, RoutingState},
     origin, panic, request_id,
-    routes::{cache, deployments, health, models, probes, reload, responses, state},
+    routes::{cache, deployments, feedback, health, models, probes, reload, responses, state},
     ui,
 };
 use crate::cache::CacheLayer;
@@ -57,7 +57,7 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
             shared.dashboard.clone(),
             shared.litellm.clone(),
             shared.routing_trail,
-            RoutingState { router: shared.router.clone() },
+            RoutingState { router: shared.router.clone(), feedback: shared.feedback.clone() },
         ))
         // Below the observer (which reports hits), above the routing stack (which a hit skips).
         .layer(CacheLayer::new(shared.cache.clone(), shared.router.clone()))
@@ -88,6 +88,8 @@ pub(crate) fn build(shared: Arc<GatewayState>) -> axum::Router {
         .route("/router/events", get(state::events))
         .route("/router/events/stream", get(state::stream))
         .route("/router/reload", post(reload::reload))
+        .route("/router/feedback", post(feedback::feedback))
+        .route("/adaptive_router/state", get(feedback::adaptive_state))
         .route("/cache/ping", get(cache::ping))
         .route("/cache/delete", post(cache::delete))
         .route_layer(middleware::from_fn_with_state(shared.clone(), auth::require_key));

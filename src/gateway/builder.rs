@@ -253,6 +253,7 @@ impl GatewayBuilder {
             check: self.check,
             aliases: tokio::sync::Mutex::new(self.config.aliases.clone()),
             dashboard,
+            feedback: Arc::default(),
             litellm,
             routing_trail: self.routing_trail,
             stopping: tokio::sync::watch::Sender::new(false),

@@ -45,6 +45,7 @@ mod compress;
 mod conn;
 mod cutoff;
 mod error;
+mod feedback;
 pub mod headers;
 mod metrics;
 mod observe;
@@ -113,6 +114,8 @@ pub(crate) struct GatewayState {
     pub(crate) aliases: tokio::sync::Mutex<Vec<Alias>>,
     /// What the `/ui` dashboard shows besides the router's state: traffic windows, the event feed.
     pub(crate) dashboard: Arc<ui::Dashboard>,
+    /// The adaptive pre-routers' recent decisions by request id, for `POST /router/feedback`.
+    pub(crate) feedback: Arc<feedback::FeedbackLog>,
     /// LiteLLM's Prometheus metrics, with the labels of the current config's deployments.
     pub(crate) litellm: Arc<metrics::litellm::LiteLlmMetrics>,
     /// Every routed answer carries `x-switchyard-trail` ([`GatewayBuilder::routing_trail`]).

@@ -12,12 +12,14 @@ use std::{
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
-use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served, precall::AffinityHit};
+use switchyard_layers::{
+    BoxError, RouteBody, RouteCtx, RouteError, Served, ctx::PreRouteDecision, precall::AffinityHit, preroute::adaptive,
+};
 use switchyard_services::http_error;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
-use super::{headers, metrics, metrics::litellm::LiteLlmMetrics, trail, ui::Dashboard};
+use super::{feedback::FeedbackLog, headers, metrics, metrics::litellm::LiteLlmMetrics, trail, ui::Dashboard};
 use crate::{Router, cache::CacheHit};
 
 /// Applies [`Observe`].
@@ -37,6 +39,8 @@ pub(crate) struct ObserveLayer {
 #[derive(Clone, Debug)]
 pub(crate) struct RoutingState {
     pub(crate) router: Router,
+    /// Where adaptive pre-routers' decisions are remembered for feedback.
+    pub(crate) feedback: Arc<FeedbackLog>,
 }
 
 impl ObserveLayer {
@@ -110,7 +114,11 @@ where
         Box::pin(async move {
             let result = inner.call(req).await;
             let elapsed = started.elapsed();
+            let pre_routed = call.as_ref().and_then(|c| c.pre_route().cloned());
             let fail_open = call.map(|c| c.health_fail_open()).unwrap_or_default();
+            if let Some(decision) = &pre_routed {
+                dashboard.record_pre_route(&requested, decision);
+            }
             let result = result.map(|mut resp| {
                 mark_fail_open(resp.headers_mut(), &fail_open);
                 resp
@@ -124,6 +132,7 @@ where
                         dashboard.record_served(&served, streaming, resp.body_mut());
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
                         if let Some(id) = call_id {
+                            remember_for_feedback(&state, &id, &requested, pre_routed.as_deref());
                             resp.headers_mut().insert(headers::LITELLM_CALL_ID, id);
                         }
                         litellm_usage_headers(&state, &served, streaming, &mut resp).await;
@@ -224,5 +233,13 @@ fn mark_fail_open(headers: &mut http::HeaderMap, groups: &[Arc<str>]) {
     let value = groups.iter().map(|g| &**g).collect::<Vec<_>>().join(",");
     if let Ok(v) = HeaderValue::from_str(&value) {
         headers.insert(headers::HEALTH_FAIL_OPEN, v);
+    }
+}
+
+/// An adaptive pre-router's decision on an answered call, remembered by the call's request id
+/// for `POST /router/feedback`.
+fn remember_for_feedback(state: &RoutingState, id: &HeaderValue, requested: &str, decision: Option<&PreRouteDecision>) {
+    if let (Some(decision), Ok(id)) = (decision.filter(|d| d.reason == adaptive::REASON), id.to_str()) {
+        state.feedback.remember(id, requested, decision);
     }
 }

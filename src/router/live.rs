@@ -22,6 +22,7 @@ use switchyard_layers::{
     cooldown::{CooldownHook, CooldownLayer},
     fallback::FallbackConfig,
     health::{HealthCheckError, HealthChecker},
+    preroute::{PreRouters, adaptive::AdaptiveRouter},
     retry::RetryBudget,
     select::Strategies,
     stack::RoutingStack,
@@ -51,6 +52,10 @@ pub(super) struct Stack {
     pub(super) cooldown: CooldownLayer,
     /// The virtual model names the pre-route layer answers for, sorted.
     pub(super) pre_routed: Vec<String>,
+    /// The adaptive pre-routers among them (feedback, the dashboard).
+    pub(super) adaptive: Vec<AdaptiveRouter>,
+    /// The pre-routers themselves (shared with the stack's layer), for previews.
+    pub(super) pre_routers: PreRouters,
     /// The retry budget, handed to the next stack if its settings stay the same.
     budget: Option<Arc<RetryBudget>>,
     pub(super) service: StackService,
@@ -80,7 +85,7 @@ impl Parts {
         store: &Arc<StateStore>,
         previous: Option<&Stack>,
     ) -> Result<Stack, RouterError> {
-        let pre_routers = config.build_pre_routers()?;
+        let (pre_routers, adaptive) = config.build_pre_routers_over(store)?;
         let pre_routed = pre_routers.names().map(str::to_owned).collect();
         let registry = Arc::new(Registry::new());
         for d in &config.deployments {
@@ -115,7 +120,7 @@ impl Parts {
             .retry(retry)
             .health(config.health.filter(config.cooldown.allowed_fails_policy.is_some()))
             .precall(config.precall.clone())
-            .pre_routers(pre_routers);
+            .pre_routers(pre_routers.clone());
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
         }
@@ -125,7 +130,7 @@ impl Parts {
         let stack = stack.build();
         let cooldown = stack.cooldown.clone();
         let service = (self.wrap)(&stack);
-        Ok(Stack { registry, cooldown, pre_routed, budget, service })
+        Ok(Stack { registry, cooldown, pre_routed, adaptive, pre_routers, budget, service })
     }
 }
 

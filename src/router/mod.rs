@@ -329,6 +329,29 @@ impl Router {
         self.live.stack.load().pre_routed.clone()
     }
 
+    /// The group the live config's pre-router for `name` would route a request with `facts` to,
+    /// without routing it (no draw counted, nothing learned: [`PreRouter::preview`]); `None`
+    /// when `name` is not a pre-routed name or its router leaves the request alone.
+    ///
+    /// [`PreRouter::preview`]: switchyard_layers::preroute::PreRouter::preview
+    pub fn preview_pre_route(
+        &self,
+        name: &str,
+        facts: &switchyard_layers::RequestFacts,
+    ) -> Option<switchyard_layers::ctx::PreRouteDecision> {
+        use switchyard_layers::preroute::{PreRouteInput, PreRouter};
+        let stack = self.live.stack.load();
+        stack.pre_routers.get(name)?.preview(&PreRouteInput::new(name, facts))
+    }
+
+    /// The live stack's adaptive pre-routers (`auto_router/adaptive_router` entries), in config
+    /// order: for [feedback](switchyard_layers::preroute::adaptive::AdaptiveRouter::feedback)
+    /// and their [snapshots](switchyard_layers::preroute::adaptive::AdaptiveRouter::snapshot).
+    /// A reload builds new ones over the same store, so what they learned carries over.
+    pub fn adaptive_routers(&self) -> Vec<switchyard_layers::preroute::adaptive::AdaptiveRouter> {
+        self.live.stack.load().adaptive.clone()
+    }
+
     /// The health-check settings of the live config.
     pub fn health_settings(&self) -> Arc<crate::health::HealthSettings> {
         self.live.health.lock().settings.clone()

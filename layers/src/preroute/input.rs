@@ -115,6 +115,8 @@ pub struct Turn {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Conversation {
     turns: Vec<Turn>,
+    /// Tool results flagged `is_error: true` in the newest message (Anthropic's `tool_result`).
+    failed_tool_results: u32,
 }
 
 impl Conversation {
@@ -132,6 +134,20 @@ impl Conversation {
     /// The turns, oldest first.
     pub fn turns(&self) -> &[Turn] {
         &self.turns
+    }
+
+    /// How many tool results of the newest message say the tool call failed (Anthropic's
+    /// `tool_result` parts with `is_error: true`): the previous answer's tool calls went wrong.
+    ///
+    /// ```
+    /// use switchyard_layers::preroute::Conversation;
+    ///
+    /// let body = br#"{"messages":[{"role":"user","content":[
+    ///     {"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"no such file"}]}]}"#;
+    /// assert_eq!(Conversation::from_json(body).unwrap().failed_tool_results(), 1);
+    /// ```
+    pub fn failed_tool_results(&self) -> u32 {
+        self.failed_tool_results
     }
 
     /// Reads the conversation of a request body (see [`PreRouteInput::conversation`]); `None`
@@ -160,13 +176,18 @@ impl Conversation {
             }
             Input::Items(items) => items,
         }));
+        let mut failed_tool_results = 0;
         for message in messages.unwrap_or_default() {
             // Responses items without a role (function calls, their outputs) are not turns.
             let Some(role) = message.role else { continue };
+            failed_tool_results = match &message.content {
+                Some(Content::Parts(_, failed)) => *failed,
+                _ => 0,
+            };
             let text = message.content.map(Content::into_text).unwrap_or_default();
             turns.push(Turn { role: Role::parse(&role), text });
         }
-        (!turns.is_empty()).then_some(Self { turns })
+        (!turns.is_empty()).then_some(Self { turns, failed_tool_results })
     }
 }
 
@@ -199,7 +220,8 @@ enum Input<'a> {
 /// A message's content: a string, or a list of parts of which only the text counts.
 enum Content<'a> {
     Text(Cow<'a, str>),
-    Parts(Vec<Cow<'a, str>>),
+    /// The text parts, and how many tool results were flagged `is_error`.
+    Parts(Vec<Cow<'a, str>>, u32),
     Other,
 }
 
@@ -208,7 +230,7 @@ impl Content<'_> {
     fn into_text(self) -> String {
         match self {
             Self::Text(text) => text.into_owned(),
-            Self::Parts(parts) => parts.join(" ").trim().to_owned(),
+            Self::Parts(parts, _) => parts.join(" ").trim().to_owned(),
             Self::Other => String::new(),
         }
     }
@@ -220,6 +242,9 @@ struct Part<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     text: Option<Cow<'a, str>>,
+    /// Anthropic's `tool_result.is_error`.
+    #[serde(default)]
+    is_error: Option<bool>,
 }
 
 /// A part that is not an object (never seen on the wire) is skipped rather than failing the read.
@@ -288,14 +313,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut parts = Vec::new();
+                let mut failed = 0u32;
                 while let Some(MaybePart(part)) = seq.next_element::<MaybePart<'a>>()? {
-                    if let Some(Part { kind, text: Some(text) }) = part
+                    let Some(Part { kind, text, is_error }) = part else { continue };
+                    if kind.as_deref() == Some("tool_result") && is_error == Some(true) {
+                        failed = failed.saturating_add(1);
+                    }
+                    if let Some(text) = text
                         && is_text_part(kind.as_deref())
                     {
                         parts.push(text);
                     }
                 }
-                Ok(Content::Parts(parts))
+                Ok(Content::Parts(parts, failed))
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}

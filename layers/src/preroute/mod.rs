@@ -54,9 +54,11 @@
 //! # Ok(()) }
 //! ```
 
+pub mod adaptive;
 pub mod complexity;
 mod input;
 mod layer;
+mod outcome;
 pub mod quality;
 mod service;
 mod set;
@@ -65,6 +67,7 @@ use std::sync::Arc;
 
 pub use input::{Conversation, PreRouteInput, Role, Turn};
 pub use layer::PreRouteLayer;
+pub use outcome::PreRouteOutcome;
 pub use service::{PreRoute, ROUTED_MODEL_HEADER, ResponseFuture};
 pub use set::PreRouters;
 
@@ -97,6 +100,27 @@ pub trait PreRouter: Send + Sync + 'static {
     fn answers_for(&self, name: &str, requested: &str) -> bool {
         name == requested
     }
+
+    /// The group this router would most likely choose for `input`, without side effects (no
+    /// draw counted, nothing learned): what the gateway's `count_tokens` uses to count a virtual
+    /// name's tokens for the model that would serve it. By default [`route`](Self::route).
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        self.route(input)
+    }
+
+    /// Whether the router wants [`on_outcome`](Self::on_outcome) called (`false` by default: a
+    /// router that learns nothing costs nothing when the call ends).
+    fn wants_outcome(&self) -> bool {
+        false
+    }
+
+    /// What became of a call this router routed: called once, when its answer or its error comes
+    /// back through the pre-route layer (for a stream, at its first chunk; not when the caller
+    /// gave up first). Synchronous, on the request's task: hand anything slow to a background
+    /// task. The default does nothing.
+    fn on_outcome(&self, outcome: &PreRouteOutcome<'_>) {
+        let _ = outcome;
+    }
 }
 
 impl<F> PreRouter for F
@@ -115,6 +139,18 @@ impl<P: PreRouter + ?Sized> PreRouter for Arc<P> {
 
     fn answers_for(&self, name: &str, requested: &str) -> bool {
         (**self).answers_for(name, requested)
+    }
+
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        (**self).preview(input)
+    }
+
+    fn wants_outcome(&self) -> bool {
+        (**self).wants_outcome()
+    }
+
+    fn on_outcome(&self, outcome: &PreRouteOutcome<'_>) {
+        (**self).on_outcome(outcome)
     }
 }
 

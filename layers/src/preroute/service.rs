@@ -11,7 +11,7 @@ use http::{HeaderName, HeaderValue};
 use pin_project_lite::pin_project;
 use tower_service::Service;
 
-use super::{PreRouteInput, PreRouter, layer::Shared};
+use super::{PreRouteInput, PreRouteOutcome, PreRouter, layer::Shared};
 use crate::{RouteRequest, ctx::PreRouteDecision, logsafe::Escaped};
 
 /// The response header naming the group a pre-router chose.
@@ -46,17 +46,20 @@ impl<S, P, R, B> Service<R> for PreRoute<S, P>
 where
     R: RouteRequest,
     S: Service<R, Response = http::Response<B>>,
+    S::Error: 'static,
     P: PreRouter,
 {
     type Response = http::Response<B>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future>;
+    type Future = ResponseFuture<S::Future, P>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, mut req: R) -> Self::Future {
+        let wants_outcome = self.shared.router.wants_outcome();
+        let mut requested: Option<Arc<str>> = None;
         let routed = req.route_ctx_mut().and_then(|ctx| {
             // Only a first hop asked for by this name and not routed yet: a fallback's copy, or a
             // request another pre-router already moved, is left alone.
@@ -68,9 +71,14 @@ where
             }
             let decision = self.shared.router.route(&PreRouteInput::new(ctx.requested(), ctx.facts()))?;
             record(ctx.requested(), &decision);
+            if wants_outcome {
+                requested = Some(ctx.requested().into());
+            }
             ctx.pre_route_to(decision).then(|| ctx.pre_route().cloned()).flatten()
         });
-        ResponseFuture { inner: self.inner.call(req), routed }
+        // The router sees the call's end only when it asks to (one `Arc` clone per routed call).
+        let report = requested.filter(|_| routed.is_some()).map(|name| (self.shared.clone(), name));
+        ResponseFuture { inner: self.inner.call(req), routed, report }
     }
 }
 
@@ -94,29 +102,42 @@ fn record(name: &str, decision: &PreRouteDecision) {
 pin_project! {
     /// The response future of [`PreRoute`]: the inner future, then the routed group named in the
     /// response's [`ROUTED_MODEL_HEADER`] and the decision in its extensions
-    /// (`Arc<PreRouteDecision>`).
-    pub struct ResponseFuture<F> {
+    /// (`Arc<PreRouteDecision>`), and the call's end reported to the pre-router
+    /// ([`PreRouter::on_outcome`]) when it asks for it. A future dropped before its answer
+    /// reports nothing.
+    pub struct ResponseFuture<F, P> {
         #[pin]
         inner: F,
         routed: Option<Arc<PreRouteDecision>>,
+        report: Option<(Arc<Shared<P>>, Arc<str>)>,
     }
 }
 
-impl<F> fmt::Debug for ResponseFuture<F> {
+impl<F, P> fmt::Debug for ResponseFuture<F, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").field("routed", &self.routed.as_ref().map(|d| &d.target)).finish()
     }
 }
 
-impl<F, B, E> Future for ResponseFuture<F>
+impl<F, B, E, P> Future for ResponseFuture<F, P>
 where
     F: Future<Output = Result<http::Response<B>, E>>,
+    E: 'static,
+    P: PreRouter,
 {
     type Output = Result<http::Response<B>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let mut resp = ready!(this.inner.poll(cx))?;
+        let result = ready!(this.inner.poll(cx));
+        if let (Some((shared, name)), Some(decision)) = (this.report.take(), this.routed.as_deref()) {
+            let outcome = match &result {
+                Ok(resp) => PreRouteOutcome::served(&name, decision, resp.extensions().get::<crate::Served>()),
+                Err(e) => PreRouteOutcome::from_error(&name, decision, e),
+            };
+            shared.router.on_outcome(&outcome);
+        }
+        let mut resp = result?;
         if let Some(decision) = this.routed.take() {
             // A group name that is not a valid header value is still routed, just not named.
             if let Ok(value) = HeaderValue::from_str(&decision.target) {

@@ -2,7 +2,7 @@
 
 use std::{collections::HashMap, fmt, sync::Arc};
 
-use super::{PreRouteInput, PreRouter};
+use super::{PreRouteInput, PreRouteOutcome, PreRouter};
 use crate::ctx::PreRouteDecision;
 
 /// Pre-routers by the virtual model name each answers for (`smart-router`, `auto`), for one
@@ -26,6 +26,8 @@ use crate::ctx::PreRouteDecision;
 #[derive(Clone, Default)]
 pub struct PreRouters {
     by_name: HashMap<Arc<str>, Arc<dyn PreRouter>>,
+    /// Whether any router wants to hear how its calls ended.
+    wants_outcome: bool,
 }
 
 impl PreRouters {
@@ -42,7 +44,9 @@ impl PreRouters {
 
     /// Puts `router` in for `name`; returns the router it replaces.
     pub fn insert(&mut self, name: impl Into<Arc<str>>, router: Arc<dyn PreRouter>) -> Option<Arc<dyn PreRouter>> {
-        self.by_name.insert(name.into(), router)
+        let replaced = self.by_name.insert(name.into(), router);
+        self.wants_outcome = self.by_name.values().any(|r| r.wants_outcome());
+        replaced
     }
 
     /// The router answering for `name`.
@@ -81,6 +85,20 @@ impl PreRouter for PreRouters {
 
     fn answers_for(&self, _name: &str, requested: &str) -> bool {
         !self.by_name.is_empty() && self.by_name.contains_key(requested)
+    }
+
+    fn preview(&self, input: &PreRouteInput<'_>) -> Option<PreRouteDecision> {
+        self.by_name.get(input.requested())?.preview(input)
+    }
+
+    fn wants_outcome(&self) -> bool {
+        self.wants_outcome
+    }
+
+    fn on_outcome(&self, outcome: &PreRouteOutcome<'_>) {
+        if let Some(router) = self.by_name.get(outcome.requested) {
+            router.on_outcome(outcome);
+        }
     }
 }
 

@@ -19,8 +19,8 @@ use std::{
 use futures_util::future::BoxFuture;
 
 use super::{
-    Admission, Bench, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts, Reservation, SpendState,
-    StoreError, WindowUsage,
+    Admission, BanditDecay, BanditEvidence, Bench, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts,
+    Reservation, SpendState, StoreError, WindowUsage,
 };
 use crate::DeploymentId;
 
@@ -328,5 +328,27 @@ pub trait StoreBackend: fmt::Debug + Send + Sync + 'static {
     fn refresh_health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, ()> {
         let _ = ids;
         StoreFuture::ready(())
+    }
+
+    /// Adds `successes` and `failures` to the evidence of `cell` of the adaptive pre-router
+    /// `router`, discounted and capped by `decay` ([`BanditEvidence::add`]), atomically. The
+    /// default keeps nothing: each replica's router then learns alone.
+    fn bandit_add<'a>(
+        &'a self,
+        router: &'a str,
+        cell: &'a str,
+        successes: f64,
+        failures: f64,
+        decay: BanditDecay,
+    ) -> StoreFuture<'a, ()> {
+        let _ = (router, cell, successes, failures, decay);
+        StoreFuture::ready(())
+    }
+
+    /// Every cell of `router` held, with its evidence; `None` when the backend keeps no bandit
+    /// evidence (the default), so a router keeps what it learned itself.
+    fn bandit_cells<'a>(&'a self, router: &'a str) -> StoreFuture<'a, Option<Vec<(String, BanditEvidence)>>> {
+        let _ = router;
+        StoreFuture::ready(None)
     }
 }

@@ -14,8 +14,9 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use super::{
-    Admission, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, Limits, OutcomeCounts, Reservation,
-    SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, Limits,
+    OutcomeCounts, Reservation, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage,
+    bandit::BanditState,
     health::HealthState,
     window::{Counts, SlidingWindow},
 };
@@ -80,6 +81,8 @@ pub(crate) struct MemoryState {
     affinity: DashMap<Arc<str>, Sticky>,
     /// Health-probe records and probe leases.
     pub(crate) health: HealthState,
+    /// The adaptive pre-routers' evidence.
+    pub(crate) bandit: BanditState,
     /// Bumped whenever a cooldown is set, changed or lifted (not when one simply runs out).
     changes: tokio::sync::watch::Sender<u64>,
 }
@@ -98,6 +101,7 @@ impl MemoryState {
             spend: DashMap::new(),
             affinity: DashMap::new(),
             health: HealthState::default(),
+            bandit: BanditState::default(),
             changes: tokio::sync::watch::Sender::new(0),
         }
     }
@@ -546,5 +550,21 @@ impl StoreBackend for MemoryBackend {
 
     fn claim_health_lease<'a>(&'a self, id: &'a DeploymentId, hold: Duration) -> StoreFuture<'a, bool> {
         StoreFuture::ready(self.0.health.claim_lease(id, hold))
+    }
+
+    fn bandit_add<'a>(
+        &'a self,
+        router: &'a str,
+        cell: &'a str,
+        successes: f64,
+        failures: f64,
+        decay: BanditDecay,
+    ) -> StoreFuture<'a, ()> {
+        self.0.bandit.add(router, cell, successes, failures, decay);
+        StoreFuture::ready(())
+    }
+
+    fn bandit_cells<'a>(&'a self, router: &'a str) -> StoreFuture<'a, Option<Vec<(String, BanditEvidence)>>> {
+        StoreFuture::ready(Some(self.0.bandit.cells(router)))
     }
 }

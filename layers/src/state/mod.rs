@@ -23,6 +23,7 @@
 //! ```
 
 mod backend;
+mod bandit;
 mod health;
 mod local;
 mod memory;
@@ -38,6 +39,7 @@ pub(crate) type IdMap<V> = dashmap::DashMap<DeploymentId, V, rustc_hash::FxBuild
 use std::{sync::Arc, time::Duration};
 
 pub use backend::{Bookkeeping, StoreBackend, StoreFuture};
+pub use bandit::{BanditDecay, BanditEvidence};
 pub use health::HealthRecord;
 pub use local::{InFlightGuard, LatencyConfig, LocalState, SlotWatch};
 pub use memory::MemoryBackend;
@@ -396,6 +398,40 @@ impl StateStore {
     /// write goes to the background writer.
     pub fn set_affinity<'a>(&'a self, key: &'a str, id: &'a DeploymentId, ttl: Duration) -> StoreFuture<'a, ()> {
         self.backend.set_affinity(key, id, ttl)
+    }
+
+    /// Adds evidence to `cell` of the adaptive pre-router `router`, discounted and capped by
+    /// `decay` (atomic; with Redis one script on the server's clock, shared with every replica).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::time::Duration;
+    /// use switchyard_layers::{StateStore, state::BanditDecay};
+    ///
+    /// let store = StateStore::memory();
+    /// let decay = BanditDecay::new(Duration::from_secs(86_400), 190.0);
+    /// store.bandit_add("smart-router", "general|gpt-4o", 1.0, 0.0, decay).await;
+    /// let cells = store.bandit_cells("smart-router").await.expect("the memory backend keeps them");
+    /// assert_eq!(cells[0].0, "general|gpt-4o");
+    /// assert_eq!(cells[0].1.successes, 1.0);
+    /// # }
+    /// ```
+    pub fn bandit_add<'a>(
+        &'a self,
+        router: &'a str,
+        cell: &'a str,
+        successes: f64,
+        failures: f64,
+        decay: BanditDecay,
+    ) -> StoreFuture<'a, ()> {
+        self.backend.bandit_add(router, cell, successes, failures, decay)
+    }
+
+    /// Every cell of the adaptive pre-router `router` held, with its evidence (`None`: the
+    /// backend keeps none).
+    pub fn bandit_cells<'a>(&'a self, router: &'a str) -> StoreFuture<'a, Option<Vec<(String, BanditEvidence)>>> {
+        self.backend.bandit_cells(router)
     }
 }
 

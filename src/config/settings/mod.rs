@@ -80,7 +80,7 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
         );
     }
     w.ignored_keys("", &extra, NOT_SUPPORTED);
-    for (i, model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
+    for (i, mut model) in raw.model_list.unwrap_or_default().into_iter().enumerate() {
         if !active_for_environment(&model, i, environment.as_deref())? {
             continue;
         }
@@ -90,7 +90,13 @@ fn read(mut doc: Value, lookup: &dyn Fn(&str) -> Option<String>) -> Result<(Conf
             continue;
         }
         let health = health_keys::model_info(i, model.model_info.as_ref().map(|info| &info.extra))?;
+        let adaptive = auto_router::adaptive_preferences(i, &mut model, &mut w)?;
         let (expanded, prefs) = deployments(i, model, &mut w)?;
+        if let (Some(adaptive), Some(first)) = (adaptive, expanded.first()) {
+            auto_router::merge_adaptive(&mut config.adaptive_preferences, &first.group, adaptive, || {
+                format!("model_list[{i}].model_info.adaptive_router_preferences.quality_tier")
+            })?;
+        }
         if let (Some(prefs), Some(first)) = (prefs, expanded.first()) {
             auto_router::merge_preferences(&mut config.routing_preferences, &first.group, prefs, || {
                 format!("model_list[{i}].model_info.litellm_routing_preferences.quality_tier")

@@ -3,6 +3,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod deployments;
+pub(crate) mod feedback;
 pub(crate) mod health;
 pub(crate) mod models;
 pub(crate) mod probes;

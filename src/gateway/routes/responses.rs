@@ -18,8 +18,9 @@ use http::{HeaderMap, StatusCode};
 use serde_json::json;
 use switchyard_layers::{
     RequestFacts, RouteCtx,
-    ctx::{Endpoint, ResponseOp},
+    ctx::{Endpoint, PreRouteDecision, ResponseOp},
     precall::{Tokenizer, conversation_key, count_input_tokens},
+    preroute::ROUTED_MODEL_HEADER,
 };
 use switchyard_services::{
     http_error::{in_dialect, into_error_response},
@@ -108,10 +109,14 @@ pub(crate) async fn count_tokens(State(shared): State<Arc<GatewayState>>, req: R
         Ok(body) => body,
         Err(_) => return fail(IngressError::body_too_large(shared.max_body_bytes).into()).map(Body::new),
     };
-    let model = match facts_from_json(&body, Endpoint::Messages) {
-        Ok((model, _)) => model,
+    let (model, facts) = match facts_from_json(&body, Endpoint::Messages) {
+        Ok(read) => read,
         Err(e) => return fail(e.into()).map(Body::new),
     };
+    // A virtual name (`smart-router`) counts as the group its pre-router would pick for this
+    // request: Claude Code sizes its context with the model that will answer.
+    let routed = shared.router.preview_pre_route(&model, &facts.with_body(body.clone()));
+    let model = routed.as_ref().map_or(model, |d| d.target.to_string());
     let resolved = match shared.router.registry().resolve(&model) {
         Ok(resolved) => resolved,
         Err(e) => return fail(e.into()).map(Body::new),
@@ -132,10 +137,18 @@ pub(crate) async fn count_tokens(State(shared): State<Arc<GatewayState>>, req: R
             Ok(resp) => resp,
             Err(e) => fail(e),
         };
-        return answer.map(Body::new);
+        return name_routed(answer.map(Body::new), routed.as_ref());
     }
     let tokenizer =
         resolved.group.deployments().first().map_or(Tokenizer::Estimate, |d| Tokenizer::for_model(&d.model));
     let tokens = count_input_tokens(&body, tokenizer).unwrap_or(0);
-    (StatusCode::OK, axum::Json(json!({ "input_tokens": tokens }))).into_response()
+    name_routed((StatusCode::OK, axum::Json(json!({ "input_tokens": tokens }))).into_response(), routed.as_ref())
+}
+
+/// Names the group a virtual name was counted as (`x-switchyard-routed-model`).
+fn name_routed(mut resp: Response, routed: Option<&PreRouteDecision>) -> Response {
+    if let Some(value) = routed.and_then(|d| http::HeaderValue::from_str(&d.target).ok()) {
+        resp.headers_mut().insert(ROUTED_MODEL_HEADER, value);
+    }
+    resp
 }

@@ -55,6 +55,18 @@ pub(crate) struct Snapshot {
     /// The background probes run on this replica.
     health_checks: bool,
     groups: Vec<GroupView>,
+    /// Pre-routing: decisions per virtual name and group, and each adaptive router's posteriors.
+    pre_routing: PreRoutingView,
+}
+
+#[derive(Serialize)]
+struct PreRoutingView {
+    /// Every virtual name of the live config (sorted).
+    names: Vec<String>,
+    /// Calls routed per virtual name and group since the gateway started.
+    decisions: Vec<crate::gateway::ui::preroute::NameView>,
+    /// The adaptive routers' snapshots.
+    adaptive: Vec<switchyard_layers::preroute::adaptive::AdaptiveSnapshot>,
 }
 
 #[derive(Serialize)]
@@ -198,6 +210,11 @@ pub(crate) async fn state(State(shared): State<Arc<GatewayState>>) -> Response {
         health_routing: health_settings.routing,
         health_checks: router.health_checks_running(),
         groups,
+        pre_routing: PreRoutingView {
+            names: router.pre_routed_names(),
+            decisions: dashboard.pre_routes.view(),
+            adaptive: router.adaptive_routers().iter().map(|r| r.snapshot()).collect(),
+        },
     })
     .into_response()
 }

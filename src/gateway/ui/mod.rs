@@ -13,6 +13,7 @@
 //! ([`stats`]) fed by the observer, and the event feed ([`feed`]) fed by the router's hooks.
 
 pub(crate) mod feed;
+pub(crate) mod preroute;
 pub(crate) mod stats;
 
 use std::sync::{
@@ -32,6 +33,8 @@ use self::{feed::Feed, stats::Stats};
 pub(crate) struct Dashboard {
     pub(crate) stats: Stats,
     pub(crate) feed: Feed,
+    /// Pre-routing decisions by virtual name and group.
+    pub(crate) pre_routes: preroute::PreRoutes,
     /// The router's `default_max_parallel_requests`, for deployments that set no limit; 0 for
     /// none (the config refuses 0). A reload sets it.
     default_max_parallel_requests: AtomicU32,
@@ -77,6 +80,11 @@ impl Dashboard {
     }
 
     /// Records an answer whose deployment an affinity chose (conversation, session, prompt cache).
+    /// A call for `name` a pre-router routed with `decision`.
+    pub(crate) fn record_pre_route(&self, name: &str, decision: &switchyard_layers::ctx::PreRouteDecision) {
+        self.pre_routes.record(name, decision);
+    }
+
     pub(crate) fn record_affinity(&self, id: &switchyard_layers::DeploymentId) {
         self.stats.affinity(id);
     }

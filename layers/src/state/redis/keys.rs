@@ -55,6 +55,11 @@ impl Keys {
         [format!("{}:{{d:{id}}}:health", self.prefix), format!("{}:{{d:{id}}}:health:lease", self.prefix)]
     }
 
+    /// An adaptive pre-router's evidence, one hash for all its cells (one slot).
+    pub(crate) fn bandit(&self, router: &str) -> String {
+        format!("{}:{{b:{router}}}:bandit", self.prefix)
+    }
+
     /// A budget's spend (the pre-call layer's `provider_spend:...` / `deployment_spend:...`).
     pub(crate) fn spend(&self, key: &str) -> String {
         format!("{}:{{s:{key}}}:spend", self.prefix)

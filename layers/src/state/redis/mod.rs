@@ -23,6 +23,7 @@
 //! mode), `sync.rs` the background tasks (writer, supervisor, subscriber), `keys.rs` and
 //! `scripts.rs` the key names and the Lua scripts.
 
+mod bandit;
 mod cache;
 mod config;
 mod conn;
@@ -53,8 +54,8 @@ use conn::{AsConn, Counters, Handles};
 use keys::Keys;
 
 use super::{
-    Admission, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, IdMap, Limits, OutcomeCounts, SpendState,
-    StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
+    Admission, BanditDecay, BanditEvidence, Bench, Bookkeeping, Cooldown, CooldownState, HealthRecord, IdMap, Limits,
+    OutcomeCounts, SpendState, StoreBackend, StoreConfig, StoreError, StoreFuture, WindowUsage, memory::MemoryState,
 };
 use crate::DeploymentId;
 
@@ -364,6 +365,21 @@ impl StoreBackend for RedisBackend {
 
     fn refresh_health<'a>(&'a self, ids: &'a [DeploymentId]) -> StoreFuture<'a, ()> {
         StoreFuture::pending(self.refresh_health(ids))
+    }
+
+    fn bandit_add<'a>(
+        &'a self,
+        router: &'a str,
+        cell: &'a str,
+        successes: f64,
+        failures: f64,
+        decay: BanditDecay,
+    ) -> StoreFuture<'a, ()> {
+        StoreFuture::pending(self.bandit_add(router, cell, successes, failures, decay))
+    }
+
+    fn bandit_cells<'a>(&'a self, router: &'a str) -> StoreFuture<'a, Option<Vec<(String, BanditEvidence)>>> {
+        StoreFuture::pending(async move { Some(self.bandit_cells(router).await) })
     }
 }
 

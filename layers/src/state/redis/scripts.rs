@@ -31,3 +31,5 @@ pub(crate) static SPEND_ADD: LazyLock<Script> = script!(=> "spend_add.lua");
 pub(crate) static SPEND_READ: LazyLock<Script> = script!(=> "spend_read.lua");
 pub(crate) static HEALTH_SET: LazyLock<Script> = script!("clock.lua" => "health_set.lua");
 pub(crate) static HEALTH_READ: LazyLock<Script> = script!("clock.lua" => "health_read.lua");
+pub(crate) static BANDIT_ADD: LazyLock<Script> = script!("clock.lua" => "bandit_add.lua");
+pub(crate) static BANDIT_READ: LazyLock<Script> = script!("clock.lua" => "bandit_read.lua");

@@ -230,12 +230,66 @@
       el('table', {}, el('thead', {}, head), el('tbody', {}, g.deployments.map((d) => deploymentRow(d, fetchedAt)))));
   }
 
+  /** A share bar without a weight mark, for pre-routing decisions. */
+  function plainShare(frac) {
+    const fill = el('span', { class: 'share-fill' });
+    fill.style.width = `${((frac || 0) * 100).toFixed(1)}%`;
+    return el('span', { class: 'share' }, fill);
+  }
+
+  /** An adaptive router's posterior means, one row per request class, one column per group. */
+  function posteriorTable(a) {
+    const models = a.available_models;
+    const byKey = {};
+    for (const c of a.cells) byKey[`${c.request_type}|${c.model}`] = c;
+    const classes = [...new Set(a.cells.map((c) => c.request_type))];
+    const head = el('tr', {}, el('th', { class: 'c-class' }, 'request class'), models.map((m) => el('th', {}, m)));
+    const rows = classes.map((rt) => el('tr', {}, el('td', {}, rt), models.map((m) => {
+      const c = byKey[`${rt}|${m}`];
+      if (!c) return el('td', {}, '—');
+      return el('td', { title: `alpha ${c.alpha.toFixed(2)} · beta ${c.beta.toFixed(2)} · prior ${c.prior_mean.toFixed(2)} · explored ${c.explored} of ${c.chosen}` },
+        plainShare(c.quality_mean),
+        el('span', { class: 'small' }, `${c.quality_mean.toFixed(2)} · ${c.samples.toFixed(1)} obs · ${fmtCount(c.chosen)} calls`));
+    })));
+    return el('table', { class: 'posteriors' }, el('thead', {}, head), el('tbody', {}, rows));
+  }
+
+  function preRoutePanel(name, counts, adaptive) {
+    const groups = (counts && counts.groups) || [];
+    const total = groups.reduce((n, g) => n + g.calls, 0);
+    const head = el('tr', {}, [['name', 'routed to'], ['calls', 'calls'], ['share', 'share'], ['explored', 'explored']]
+      .map(([c, t]) => el('th', { class: `c-${c}` }, t)));
+    const rows = groups.map((g) => el('tr', {},
+      el('td', {}, g.group),
+      el('td', {}, fmtCount(g.calls)),
+      el('td', {}, plainShare(total ? g.calls / total : 0), el('span', { class: 'small' }, total ? `${(100 * g.calls / total).toFixed(1)}%` : '')),
+      el('td', {}, g.explored ? fmtCount(g.explored) : '')));
+    let meta = `${fmtCount(total)} calls pre-routed since start`;
+    if (adaptive) {
+      const share = adaptive.decisions ? (100 * adaptive.explored / adaptive.decisions).toFixed(1) : '0.0';
+      meta += ` · adaptive: ${share}% exploration · ${fmtCount(adaptive.outcomes)} outcomes and ${fmtCount(adaptive.feedback)} feedback learned · weights quality ${adaptive.weights.quality} / cost ${adaptive.weights.cost}`;
+    }
+    return el('section', { class: 'group preroute', 'data-preroute': name },
+      el('header', {}, el('h2', {}, `${name}`), el('span', { class: 'meta' }, `pre-routed · ${meta}`)),
+      groups.length ? el('table', { class: 'decisions' }, el('thead', {}, head), el('tbody', {}, rows))
+        : el('p', { class: 'empty pad' }, 'No call pre-routed yet.'),
+      adaptive ? posteriorTable(adaptive) : null);
+  }
+
+  function preRoutePanels(pre) {
+    if (!pre || !pre.names || !pre.names.length) return [];
+    return pre.names.map((name) => preRoutePanel(name,
+      (pre.decisions || []).find((d) => d.name === name),
+      (pre.adaptive || []).find((a) => a.router_name === name)));
+  }
+
   function renderState(snap, fetchedAt) {
     const groups = $('groups');
+    const pre = preRoutePanels(snap.pre_routing);
     if (!snap.groups.length) {
-      groups.replaceChildren(el('p', { class: 'empty' }, 'No deployments are registered.'));
+      groups.replaceChildren(...pre, el('p', { class: 'empty' }, 'No deployments are registered.'));
     } else {
-      groups.replaceChildren(...snap.groups.map((g) => groupPanel(g, fetchedAt)));
+      groups.replaceChildren(...pre, ...snap.groups.map((g) => groupPanel(g, fetchedAt)));
     }
     $('meta').textContent = `state: ${snap.backend}${snap.degraded ? ' (degraded: Redis unreachable, local state only)' : ''} · window ${snap.window_seconds} s`;
   }
