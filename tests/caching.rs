@@ -228,6 +228,80 @@ async fn a_repeated_request_is_answered_from_the_cache_without_calling_the_upstr
     assert_eq!(upstream.calls(), 1);
 }
 
+/// A wildcard group answers many models under its own name: each model asked for has its own
+/// entries (an answer of `openai/gpt-x` never answers `openai/gpt-y`).
+#[tokio::test(start_paused = true)]
+async fn each_model_a_wildcard_group_serves_has_its_own_entries() {
+    let upstream = Upstream::default();
+    let yaml = format!(
+        "model_list:\n  - model_name: \"openai/*\"\n    litellm_params: {{ model: \"openai/*\", api_key: k, api_base: \"http://upstream.test/v1\" }}\n{}",
+        LOCAL.replace("  model_group_alias: { fast: gpt-4o }\n", "")
+    );
+    let gw = Gateway::builder(Config::from_yaml_str(&yaml).expect("valid config"))
+        .provider(upstream.provider())
+        .seed(1)
+        .build()
+        .expect("gateway");
+    assert_eq!(post(&gw, &chat("openai/gpt-x", json!({}))).await.content(), "answer #1");
+    let other = post(&gw, &chat("openai/gpt-y", json!({}))).await;
+    assert_eq!((other.header("x-switchyard-cache"), other.content().as_str()), ("miss", "answer #2"));
+    assert_eq!(post(&gw, &chat("openai/gpt-x", json!({}))).await.header("x-switchyard-cache"), "hit");
+    assert_eq!(upstream.calls(), 2);
+}
+
+/// An answer a fallback group gave is not the requested group's: it is not stored under the
+/// requested group's key (LiteLLM keys the answer by the group that served it).
+#[tokio::test(start_paused = true)]
+async fn an_answer_from_a_fallback_group_is_not_stored_for_the_group_asked_for() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, &LOCAL.replace("num_retries: 0", "num_retries: 0\n  fallbacks: [{ broken: [mini] }]"));
+    for n in 1..=2 {
+        let answer = post(&gw, &chat("broken", json!({}))).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.header("x-switchyard-cache"), "miss", "call {n}");
+    }
+    // Each call tried `broken` (500) then `mini`.
+    assert_eq!(upstream.calls(), 4);
+}
+
+/// A pre-router's virtual name is routed every time (its answer depends on the per-request
+/// decision), never answered from the cache.
+#[tokio::test(start_paused = true)]
+async fn a_pre_routed_name_is_never_cached() {
+    let upstream = Upstream::default();
+    let entry = "  - model_name: smart\n    litellm_params:\n      model: auto_router/complexity_router\n      complexity_router_config: { tiers: { SIMPLE: gpt-4o, MEDIUM: gpt-4o, COMPLEX: mini, REASONING: mini } }\n";
+    let gw = Gateway::builder(Config::from_yaml_str(&format!("{MODELS}{entry}{LOCAL}")).expect("valid config"))
+        .provider(upstream.provider())
+        .seed(1)
+        .build()
+        .expect("gateway");
+    for n in 1..=2 {
+        let answer = post(&gw, &chat("smart", json!({}))).await;
+        assert_eq!(answer.content(), format!("answer #{n}"));
+        assert!(answer.headers.get("x-switchyard-cache").is_none());
+    }
+    assert_eq!(upstream.calls(), 2);
+}
+
+/// A name that resolves to no group is routed (to its 404), never answered from the cache; a
+/// reload that points a group at other models starts its entries afresh.
+#[tokio::test(start_paused = true)]
+async fn unknown_names_are_routed_and_a_repointed_group_starts_afresh() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream, LOCAL);
+    for _ in 0..2 {
+        let answer = post(&gw, &chat("nowhere", json!({}))).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND);
+        assert!(answer.headers.get("x-switchyard-cache").is_none());
+    }
+    let first = post(&gw, &chat("gpt-4o", json!({}))).await;
+    assert_eq!(first.content(), "answer #1");
+    let models = MODELS.replace("openai/gpt-4o, api_key: k1", "openai/gpt-4o-2, api_key: k1");
+    gw.reload(Config::from_yaml_str(&format!("{models}{LOCAL}")).expect("valid config")).await.expect("reload");
+    let after = post(&gw, &chat("gpt-4o", json!({}))).await;
+    assert_eq!((after.header("x-switchyard-cache"), after.content().as_str()), ("miss", "answer #2"));
+}
+
 #[tokio::test(start_paused = true)]
 async fn parameters_that_change_the_answer_are_separate_entries_but_order_and_metadata_are_not() {
     let upstream = Upstream::default();
@@ -729,6 +803,9 @@ async fn replicas_share_answers_through_redis_with_a_ttl() {
     let ttl: u64 = server.command(&["PTTL", &key]).parse().expect("a TTL");
     assert!(ttl > 100_000 && ttl <= 120_000, "{ttl} ms");
 
+    // A lookup never waits for a connect: B's connection is up before its first lookup.
+    let ping = Request::get("/cache/ping").body(Body::empty()).unwrap();
+    assert_eq!(send(&b, ping).await.0, StatusCode::OK);
     let second = post(&b, &chat("gpt-4o", json!({"stream": true}))).await;
     assert_eq!(second.header("x-switchyard-cache"), "hit");
     assert_eq!(sdk_read_stream(&second.body).0, "answer #1");
@@ -838,6 +915,8 @@ async fn a_redis_cluster_cache_is_shared_and_deletes_across_slots() {
         assert!(tokio::time::Instant::now() < deadline, "the answers never reached the cluster");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let ping = Request::get("/cache/ping").body(Body::empty()).unwrap();
+    assert_eq!(send(&b, ping).await.0, StatusCode::OK);
     for n in 0..4 {
         let answer = post(&b, &chat("gpt-4o", json!({ "seed": n }))).await;
         assert_eq!(answer.header("x-switchyard-cache"), "hit", "seed {n}");

@@ -187,6 +187,8 @@ impl<S> fmt::Debug for CacheService<S> {
 struct Plan {
     key: Arc<str>,
     group: Arc<str>,
+    /// The groups an answer may come from to be stored under `key`.
+    servers: Arc<[Arc<str>]>,
     call_type: CallType,
     lookup: bool,
     store: bool,
@@ -291,6 +293,13 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
     if body.get("caching") == Some(&Value::Bool(false)) {
         return Ok(None);
     }
+    // `default_off`: only a request that opts in is looked at (its other controls included, so a
+    // gateway that does not cache it never refuses it for them).
+    if settings.mode == CacheMode::DefaultOff
+        && body.pointer("/cache/use-cache").and_then(Value::as_bool) != Some(true)
+    {
+        return Ok(None);
+    }
     let controls = CacheControls::from_body(&body)?;
     if settings.mode == CacheMode::DefaultOff && !controls.use_cache {
         return Ok(None);
@@ -299,15 +308,46 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
         return Ok(None);
     }
     let requested = ctx.requested();
-    let group: Arc<str> = match router.registry().resolve(requested) {
-        Ok(r) if !r.by_id && !facts.specific_deployment => r.group.name().clone(),
-        _ => Arc::from(requested),
+    // A pre-router's virtual name is routed per request (its answer depends on the decision, and
+    // an adaptive router learns from each call): never cached.
+    if router.is_pre_routed(requested) {
+        return Ok(None);
+    }
+    // What the key names, by kind, so a group, a deployment id, a provider model and a pattern's
+    // concrete model never share entries. The group's deployment models are part of it: a reload
+    // that points the group elsewhere starts afresh. A name that resolves to nothing is routed
+    // (to its 404), never answered from the cache.
+    let Ok(resolved) = router.registry().resolve(requested) else { return Ok(None) };
+    let group = resolved.group.name().clone();
+    let kind = if facts.specific_deployment {
+        format!("specific:{requested}")
+    } else if resolved.by_id {
+        format!("id:{requested}")
+    } else if group.contains('*') {
+        // A wildcard group answers many models under its own name: the model asked for is the
+        // entry's, not the pattern's.
+        format!("pattern:{group}\n{requested}")
+    } else {
+        format!("group:{group}")
     };
-    let model = settings
-        .caching_groups
-        .iter()
-        .find(|set| set.iter().any(|g| **g == *group))
-        .map_or_else(|| group.to_string(), |set| caching_group_name(set));
+    let caching_set = settings.caching_groups.iter().find(|set| set.iter().any(|g| **g == *group));
+    let model = match caching_set {
+        Some(set) if !resolved.by_id && !facts.specific_deployment => caching_group_name(set),
+        _ => {
+            let mut model = kind;
+            for d in resolved.group.deployments() {
+                model.push('\n');
+                model.push_str(&d.model);
+            }
+            model
+        }
+    };
+    // The groups whose answers may be stored under this key: the group itself, or its caching
+    // set (an answer a fallback group gave is not this group's answer).
+    let servers: Arc<[Arc<str>]> = match caching_set {
+        Some(set) => set.iter().map(|g| Arc::from(g.as_str())).collect(),
+        None => Arc::from([group.clone()]),
+    };
     let group_header = group.clone();
     let scope = req.extensions().get::<CacheScope>().cloned().unwrap_or_else(CacheScope::open);
     let namespace = controls.namespace.as_deref().or(settings.namespace.as_deref());
@@ -317,6 +357,7 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
     Ok(Some(Plan {
         key: Arc::from(key),
         group: group_header,
+        servers,
         call_type,
         lookup: !controls.no_cache,
         store: !controls.no_store,
@@ -377,14 +418,15 @@ async fn store(
     let usage = body.usage();
     let bytes = body.collect().await?.to_bytes();
     // A deployment answering with its `litellm_params.mock_response` is a test fixture.
-    let mocked = parts
-        .extensions
-        .get::<Served>()
+    let served = parts.extensions.get::<Served>();
+    let mocked = served
         .and_then(|s| router.registry().deployment(&s.deployment))
         .is_some_and(|d| d.params.contains_key("mock_response"));
+    // A fallback group's answer is not the requested group's: routed again next time.
+    let own = served.is_some_and(|s| plan.servers.iter().any(|g| **g == *s.group));
     let endpoint = plan.call_type.as_str();
     parts.headers.insert(CACHE_HEADER, HeaderValue::from_static("miss"));
-    if !mocked && bytes.len() <= cache.settings().max_item_bytes && complete(plan.call_type, &bytes) {
+    if own && !mocked && bytes.len() <= cache.settings().max_item_bytes && complete(plan.call_type, &bytes) {
         let answer = CachedAnswer { body: bytes.clone(), usage };
         if cache.put(plan.key.to_string(), answer, plan.ttl, endpoint) {
             count(Counted::Store, endpoint);

@@ -40,6 +40,8 @@ struct Stored<'a> {
 pub(crate) struct RedisCache {
     config: Arc<RedisConfig>,
     conn: tokio::sync::Mutex<Option<Conn>>,
+    /// A background connect is under way (at most one is started at a time).
+    connecting: std::sync::atomic::AtomicBool,
     /// When the last connect or command failed: Redis is left alone for [`RECONNECT_AFTER`].
     failed_at: Mutex<Option<Instant>>,
     warned_at: Mutex<Option<Instant>>,
@@ -60,6 +62,7 @@ impl RedisCache {
         Ok(Arc::new(Self {
             config: Arc::new(config),
             conn: tokio::sync::Mutex::new(None),
+            connecting: std::sync::atomic::AtomicBool::new(false),
             failed_at: Mutex::new(None),
             warned_at: Mutex::new(None),
         }))
@@ -68,12 +71,33 @@ impl RedisCache {
     /// Connects in the background when built inside a Tokio runtime, so the first request does
     /// not wait for the connection (outside one, the first request connects).
     pub(crate) fn connect_soon(self: &Arc<Self>) {
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let this = self.clone();
-            runtime.spawn(async move {
-                this.conn().await;
-            });
+        use std::sync::atomic::Ordering;
+        if self.connecting.swap(true, Ordering::AcqRel) {
+            return;
         }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let this = self.clone();
+                runtime.spawn(async move {
+                    this.conn().await;
+                    this.connecting.store(false, Ordering::Release);
+                });
+            }
+            Err(_) => self.connecting.store(false, Ordering::Release),
+        }
+    }
+
+    /// The connection for a lookup on the request path, without waiting: a request that finds
+    /// no connection (or a connect under way) is a miss and starts a connect in the background,
+    /// so an unreachable server that drops packets never holds requests for the connect timeout.
+    fn conn_now(self: &Arc<Self>) -> Option<Conn> {
+        if let Ok(slot) = self.conn.try_lock()
+            && let Some(conn) = slot.as_ref()
+        {
+            return Some(conn.clone());
+        }
+        self.connect_soon();
+        None
     }
 
     /// The connection, connecting first when there is none (one caller connects, the others
@@ -122,8 +146,8 @@ impl RedisCache {
         }
     }
 
-    pub(crate) async fn get(&self, key: &str, max_age: Option<Duration>) -> Lookup {
-        let Some(conn) = self.conn().await else { return Lookup::Error };
+    pub(crate) async fn get(self: &Arc<Self>, key: &str, max_age: Option<Duration>) -> Lookup {
+        let Some(conn) = self.conn_now() else { return Lookup::Error };
         let read = async move {
             match conn {
                 Conn::Single(mut c) => c.get::<_, Option<Vec<u8>>>(key).await,

@@ -329,6 +329,11 @@ impl Router {
         self.live.stack.load().pre_routed.clone()
     }
 
+    /// Whether `name` is a pre-router's virtual name in the live config.
+    pub fn is_pre_routed(&self, name: &str) -> bool {
+        self.live.stack.load().pre_routed.iter().any(|n| n == name)
+    }
+
     /// The group the live config's pre-router for `name` would route a request with `facts` to,
     /// without routing it (no draw counted, nothing learned: [`PreRouter::preview`]); `None`
     /// when `name` is not a pre-routed name or its router leaves the request alone.
