@@ -295,8 +295,7 @@ fn plan(cache: &ResponseCache, req: &http::Request<Bytes>, router: &Router) -> R
     }
     // `default_off`: only a request that opts in is looked at (its other controls included, so a
     // gateway that does not cache it never refuses it for them).
-    if settings.mode == CacheMode::DefaultOff
-        && body.pointer("/cache/use-cache").and_then(Value::as_bool) != Some(true)
+    if settings.mode == CacheMode::DefaultOff && body.pointer("/cache/use-cache").and_then(Value::as_bool) != Some(true)
     {
         return Ok(None);
     }
