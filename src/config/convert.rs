@@ -165,8 +165,10 @@ pub(crate) fn opt<T>(
 
 /// `litellm_params` keys LiteLLM consumes itself that have no meaning for a provider call here;
 /// they are dropped with a warning rather than sent upstream as parameters.
-const DROPPED_PARAMS: [(&str, &str); 1] =
-    [("max_retries", "provider SDK retries are not used; retries are `num_retries`")];
+const DROPPED_PARAMS: [(&str, &str); 2] = [
+    ("max_retries", "provider SDK retries are not used; retries are `num_retries`"),
+    ("silent_model", "LiteLLM's silent experiment (a mirrored call to another group) is not implemented"),
+];
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
@@ -570,6 +572,19 @@ mod tests {
         assert_eq!(secs(json!(90)), Some(90));
         for bad in [json!("1y"), json!("d"), json!("-1d"), json!(0), json!("0s"), json!(true), json!(-5)] {
             assert!(to_period(&bad, "p").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_litellm_consumes_itself_are_dropped_with_a_warning() {
+        let yaml = "model_list:\n  - model_name: g\n    litellm_params: { model: openai/gpt-4o, api_key: k, \
+                    silent_model: other, max_retries: 3, temperature: 0.5 }\n";
+        let c = crate::Config::from_yaml_str(yaml).expect("loads");
+        let params = &c.deployments[0].params;
+        assert!(params.get("silent_model").is_none() && params.get("max_retries").is_none(), "{params:?}");
+        assert!(params.get("temperature").is_some());
+        for key in ["silent_model", "max_retries"] {
+            assert!(c.warnings.iter().any(|w| w.contains(key)), "{key}: {:#?}", c.warnings);
         }
     }
 
