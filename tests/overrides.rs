@@ -283,6 +283,17 @@ async fn an_embeddings_mock_in_litellm_params_is_classified_and_falls_back() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn mock_timeout_on_embeddings_times_the_first_group_out_and_the_fallback_answers() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream);
+    let body = json!({"model": "gpt-4o", "input": "a", "mock_timeout": true});
+    let (status, _, body) = post(&gw, "/v1/embeddings", body).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let models: Vec<Value> = upstream.bodies().iter().map(|b| b["model"].clone()).collect();
+    assert_eq!(models, [json!("gpt-4o-mini")]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_completions_mock_response_is_a_text_completion_whole_or_streamed() {
     let upstream = Upstream::default();
     let gw = gateway(&upstream);
