@@ -243,7 +243,7 @@ pub(crate) fn deployments(
 /// Converts `model_list[index]` (one deployment) and its quality-router preferences.
 fn deployment(
     index: usize,
-    raw: RawModel,
+    mut raw: RawModel,
     w: &mut Warnings,
 ) -> Result<(Deployment, Option<RoutingPreferences>), ConfigError> {
     let base = format!("model_list[{index}]");
@@ -303,7 +303,13 @@ fn deployment(
     if let Some(v) = opt(p.weight, || lp("weight"), to_f64)? {
         b = b.weight(v);
     }
-    if let Some(v) = opt(p.order, || lp("order"), to_u32)? {
+    // `litellm_params.order`, else `model_info.order` (LiteLLM's `_get_deployment_order`).
+    let info_order = raw.model_info.as_mut().and_then(|i| i.order.take());
+    let (order, order_path) = match p.order {
+        Some(n) => (Some(n), lp("order")),
+        None => (info_order, format!("{base}.model_info.order")),
+    };
+    if let Some(v) = opt(order, || order_path, to_u32)? {
         b = b.order(v);
     }
     if let Some(tags) = p.tags {
@@ -586,6 +592,17 @@ mod tests {
         for key in ["silent_model", "max_retries"] {
             assert!(c.warnings.iter().any(|w| w.contains(key)), "{key}: {:#?}", c.warnings);
         }
+    }
+
+    #[test]
+    fn order_is_read_from_litellm_params_else_model_info() {
+        let yaml = "model_list:\n\
+                    - { model_name: g, litellm_params: { model: openai/a, api_key: k }, model_info: { order: 2 } }\n\
+                    - { model_name: g, litellm_params: { model: openai/b, api_key: k, order: 1 }, model_info: { order: 3 } }\n";
+        let c = crate::Config::from_yaml_str(yaml).expect("loads");
+        let orders: Vec<Option<u32>> = c.deployments.iter().map(|d| d.order).collect();
+        assert_eq!(orders, [Some(2), Some(1)]);
+        assert!(!c.warnings.iter().any(|w| w.contains("order")), "{:#?}", c.warnings);
     }
 
     #[test]
