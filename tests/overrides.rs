@@ -101,6 +101,15 @@ model_list:
   - model_name: limited
     litellm_params: { model: openai/gpt-4o, api_key: k6, api_base: "http://upstream.test/v1", mock_response: litellm.RateLimitError }
     model_info: { id: r }
+  - model_name: embed
+    litellm_params: { model: openai/text-embedding-3-small, api_key: k9, api_base: "http://upstream.test/v1", mock_response: [0.25, 0.5] }
+    model_info: { id: v }
+  - model_name: embed-limited
+    litellm_params: { model: openai/text-embedding-3-large, api_key: k10, api_base: "http://upstream.test/v1", mock_response: litellm.RateLimitError }
+    model_info: { id: vr }
+  - model_name: instruct
+    litellm_params: { model: openai/gpt-3.5-turbo-instruct, api_key: k11, api_base: "http://upstream.test/v1", mock_response: "from the instruct config" }
+    model_info: { id: i }
   - model_name: "openai/*"
     litellm_params: { model: "openai/*", api_key: k7, api_base: "http://upstream.test/v1" }
     model_info: { id: w }
@@ -109,7 +118,7 @@ model_list:
     model_info: { id: e }
 router_settings:
   num_retries: 0
-  fallbacks: [{ gpt-4o: [mini] }, { limited: [mini] }, { broken: [mini] }]
+  fallbacks: [{ gpt-4o: [mini] }, { limited: [mini] }, { broken: [mini] }, { embed-limited: [embed] }]
   context_window_fallbacks: [{ gpt-4o: [long] }]
 "#;
 
@@ -228,6 +237,93 @@ async fn a_mock_error_string_is_classified_and_the_fallback_answers() {
     // The request's mock also answers the fallback's attempt: LiteLLM keeps it for every hop.
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}");
     assert!(String::from_utf8_lossy(&body).contains("mock context window"), "{body:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_embeddings_mock_response_is_an_openai_embeddings_list() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream);
+    // LiteLLM's `mock_embedding`: the array is the vector; usage is 10 prompt tokens.
+    let body = json!({"model": "gpt-4o", "input": ["a", "b"], "mock_response": [0.1, 0.2, 0.3]});
+    let (status, _, body) = post(&gw, "/v1/embeddings", body).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let v = json_of(&body);
+    assert_eq!(v["object"], "list");
+    assert_eq!(v["model"], "gpt-4o");
+    assert_eq!(v["data"][0], json!({"object": "embedding", "index": 0, "embedding": [0.1, 0.2, 0.3]}));
+    assert_eq!(v["data"][1]["index"], 1);
+    assert_eq!(v["usage"], json!({"prompt_tokens": 10, "total_tokens": 10}));
+    // `"error"` is `mock_embedding`'s failure: an upstream 500 on every hop (the request's mock
+    // answers the fallback too), so the gateway's 502.
+    let body = json!({"model": "gpt-4o", "input": "a", "mock_response": "error"});
+    let (status, _, _) = post(&gw, "/v1/embeddings", body).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(upstream.bodies().is_empty(), "the upstream was called: {:?}", upstream.bodies());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_embeddings_mock_in_litellm_params_is_classified_and_falls_back() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream);
+    let (status, _, body) = post(&gw, "/v1/embeddings", json!({"model": "embed", "input": "a"})).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let v = json_of(&body);
+    assert_eq!(
+        (v["model"].as_str(), &v["data"][0]["embedding"]),
+        (Some("text-embedding-3-small"), &json!([0.25, 0.5]))
+    );
+    // `embed-limited` mocks a 429: the fallback `embed` answers.
+    let (status, _, body) = post(&gw, "/v1/embeddings", json!({"model": "embed-limited", "input": "a"})).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    assert_eq!(json_of(&body)["data"][0]["embedding"], json!([0.25, 0.5]));
+    // A vector answers embeddings only.
+    let (status, _, body) = post(&gw, "/v1/chat/completions", chat("embed", json!({}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body:?}");
+    assert!(upstream.bodies().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn mock_timeout_on_embeddings_times_the_first_group_out_and_the_fallback_answers() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream);
+    let body = json!({"model": "gpt-4o", "input": "a", "mock_timeout": true});
+    let (status, _, body) = post(&gw, "/v1/embeddings", body).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let models: Vec<Value> = upstream.bodies().iter().map(|b| b["model"].clone()).collect();
+    assert_eq!(models, [json!("gpt-4o-mini")]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completions_mock_response_is_a_text_completion_whole_or_streamed() {
+    let upstream = Upstream::default();
+    let gw = gateway(&upstream);
+    let (status, _, body) = post(&gw, "/v1/completions", json!({"model": "instruct", "prompt": "hi"})).await;
+    assert_eq!(status, StatusCode::OK, "{body:?}");
+    let v = json_of(&body);
+    assert_eq!(v["object"], "text_completion");
+    assert_eq!(
+        v["choices"][0],
+        json!({"text": "from the instruct config", "index": 0, "logprobs": null, "finish_reason": "stop"})
+    );
+    assert_eq!(v["usage"], json!({"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}));
+    let body = json!({"model": "gpt-4o", "prompt": "hi", "mock_response": "hello", "stream": true});
+    let (status, kind, body) = post(&gw, "/v1/completions", body).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(kind.starts_with("text/event-stream"), "{kind}");
+    let text = std::str::from_utf8(&body).expect("utf-8");
+    let events: Vec<&str> = text.split("\n\n").filter_map(|e| e.strip_prefix("data: ")).collect();
+    assert_eq!(events.last(), Some(&"[DONE]"));
+    let pieces: Vec<String> = events
+        .iter()
+        .filter_map(|e| serde_json::from_str::<Value>(e).ok())
+        .filter_map(|c| c["choices"][0]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(pieces, ["hel", "lo", ""]);
+    // LiteLLM's error strings fail the attempt as on chat: an upstream 500 on every hop.
+    let body = json!({"model": "gpt-4o", "prompt": "hi", "mock_response": "litellm.InternalServerError"});
+    let (status, _, _) = post(&gw, "/v1/completions", body).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    assert!(upstream.bodies().is_empty());
 }
 
 // ===== mock_testing_* =====

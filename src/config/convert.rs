@@ -165,8 +165,10 @@ pub(crate) fn opt<T>(
 
 /// `litellm_params` keys LiteLLM consumes itself that have no meaning for a provider call here;
 /// they are dropped with a warning rather than sent upstream as parameters.
-const DROPPED_PARAMS: [(&str, &str); 1] =
-    [("max_retries", "provider SDK retries are not used; retries are `num_retries`")];
+const DROPPED_PARAMS: [(&str, &str); 2] = [
+    ("max_retries", "provider SDK retries are not used; retries are `num_retries`"),
+    ("silent_model", "LiteLLM's silent experiment (a mirrored call to another group) is not implemented"),
+];
 
 /// `model_info` keys that are descriptive metadata in LiteLLM (listing, cost lookup, teams,
 /// health checks); Switchyard accepts them without a warning and does not route on them.
@@ -241,7 +243,7 @@ pub(crate) fn deployments(
 /// Converts `model_list[index]` (one deployment) and its quality-router preferences.
 fn deployment(
     index: usize,
-    raw: RawModel,
+    mut raw: RawModel,
     w: &mut Warnings,
 ) -> Result<(Deployment, Option<RoutingPreferences>), ConfigError> {
     let base = format!("model_list[{index}]");
@@ -301,7 +303,13 @@ fn deployment(
     if let Some(v) = opt(p.weight, || lp("weight"), to_f64)? {
         b = b.weight(v);
     }
-    if let Some(v) = opt(p.order, || lp("order"), to_u32)? {
+    // `litellm_params.order`, else `model_info.order` (LiteLLM's `_get_deployment_order`).
+    let info_order = raw.model_info.as_mut().and_then(|i| i.order.take());
+    let (order, order_path) = match p.order {
+        Some(n) => (Some(n), lp("order")),
+        None => (info_order, format!("{base}.model_info.order")),
+    };
+    if let Some(v) = opt(order, || order_path, to_u32)? {
         b = b.order(v);
     }
     if let Some(tags) = p.tags {
@@ -571,6 +579,30 @@ mod tests {
         for bad in [json!("1y"), json!("d"), json!("-1d"), json!(0), json!("0s"), json!(true), json!(-5)] {
             assert!(to_period(&bad, "p").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn params_litellm_consumes_itself_are_dropped_with_a_warning() {
+        let yaml = "model_list:\n  - model_name: g\n    litellm_params: { model: openai/gpt-4o, api_key: k, \
+                    silent_model: other, max_retries: 3, temperature: 0.5 }\n";
+        let c = crate::Config::from_yaml_str(yaml).expect("loads");
+        let params = &c.deployments[0].params;
+        assert!(params.get("silent_model").is_none() && params.get("max_retries").is_none(), "{params:?}");
+        assert!(params.get("temperature").is_some());
+        for key in ["silent_model", "max_retries"] {
+            assert!(c.warnings.iter().any(|w| w.contains(key)), "{key}: {:#?}", c.warnings);
+        }
+    }
+
+    #[test]
+    fn order_is_read_from_litellm_params_else_model_info() {
+        let yaml = "model_list:\n\
+                    - { model_name: g, litellm_params: { model: openai/a, api_key: k }, model_info: { order: 2 } }\n\
+                    - { model_name: g, litellm_params: { model: openai/b, api_key: k, order: 1 }, model_info: { order: 3 } }\n";
+        let c = crate::Config::from_yaml_str(yaml).expect("loads");
+        let orders: Vec<Option<u32>> = c.deployments.iter().map(|d| d.order).collect();
+        assert_eq!(orders, [Some(2), Some(1)]);
+        assert!(!c.warnings.iter().any(|w| w.contains("order")), "{:#?}", c.warnings);
     }
 
     #[test]

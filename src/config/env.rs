@@ -63,7 +63,7 @@ impl<'a> Env<'a> {
 
     /// Resolves every reference in the parts of `doc` that Switchyard reads: each
     /// `model_list[].litellm_params` (nested values too), `general_settings.master_key` and
-    /// `.edge`, and the `router_settings.redis_*` keys. Keys that are ignored are left alone, so a reference in
+    /// `.edge`, `litellm_settings.cache_params`, and the `router_settings.redis_*` keys. Keys that are ignored are left alone, so a reference in
     /// them never fails the load.
     pub(crate) fn resolve(&self, doc: &mut Value) -> Result<(), ConfigError> {
         if let Some(Value::Array(models)) = doc.get_mut("model_list") {

@@ -215,6 +215,8 @@ pub(crate) struct RawModelInfo {
     pub(crate) blocked: Option<Flag>,
     /// LiteLLM 1.100 reads it before `litellm_params.cooldown_time`.
     pub(crate) cooldown_time: Option<Num>,
+    /// LiteLLM 1.100 reads it when `litellm_params.order` is absent (`_get_deployment_order`).
+    pub(crate) order: Option<Num>,
     /// `supports_*` flags, metadata, and anything else.
     #[serde(flatten)]
     pub(crate) extra: Extra,

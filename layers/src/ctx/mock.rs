@@ -58,9 +58,12 @@ pub enum MockResponse {
     /// `litellm.InternalServerError`, `Exception: content_filter_policy...`,
     /// `Exception: mock_streaming_error`).
     Text(String),
-    /// A JSON object: the whole chat completion (LiteLLM's `ModelResponse(**mock_response)`),
+    /// A JSON object: the whole answer (for chat, LiteLLM's `ModelResponse(**mock_response)`),
     /// as the raw JSON text.
     Object(Bytes),
+    /// A JSON array: an embeddings request's vector (LiteLLM's `mock_embedding`), as the raw
+    /// JSON text.
+    List(Bytes),
 }
 
 /// LiteLLM's testing hooks a request carries, each acted on by one layer:

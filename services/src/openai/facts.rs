@@ -1053,8 +1053,8 @@ fn read_policies(value: Option<PolicyProbe>, field: &str) -> Result<Option<BTree
     Ok((!out.is_empty()).then_some(out))
 }
 
-/// `mock_response`: a string (the content, or one of LiteLLM's error strings) or an object (the
-/// whole answer).
+/// `mock_response`: a string (the content, or one of LiteLLM's error strings), an object (the
+/// whole answer) or an array (an embedding's vector).
 fn read_mock_response(raw: Option<&RawValue>) -> Result<Option<MockResponse>, RouteError> {
     let Some(raw) = raw else { return Ok(None) };
     let text = raw.get();
@@ -1065,8 +1065,12 @@ fn read_mock_response(raw: Option<&RawValue>) -> Result<Option<MockResponse>, Ro
             Ok(Some(MockResponse::Text(content)))
         }
         Some(b'{') => Ok(Some(MockResponse::Object(bytes::Bytes::copy_from_slice(text.as_bytes())))),
+        Some(b'[') => Ok(Some(MockResponse::List(bytes::Bytes::copy_from_slice(text.as_bytes())))),
         Some(b'n') => Ok(None),
-        _ => Err(invalid("`mock_response` must be a string (the answer's content) or an object (the whole answer)")),
+        _ => Err(invalid(
+            "`mock_response` must be a string (the answer's content), an object (the whole answer) or an array (an \
+             embedding)",
+        )),
     }
 }
 
@@ -1322,7 +1326,9 @@ mod tests {
             err(br#"{"model":"g","mock_testing_fallbacks":"maybe"}"#)
                 .contains("`mock_testing_fallbacks` must be a boolean")
         );
-        assert!(err(br#"{"model":"g","mock_response":[1]}"#).contains("`mock_response` must be a string"));
+        let m = mock(br#"{"model":"g","mock_response":[0.5, 1]}"#);
+        assert_eq!(m.response, Some(MockResponse::List(bytes::Bytes::from_static(b"[0.5, 1]"))));
+        assert!(err(br#"{"model":"g","mock_response":1}"#).contains("`mock_response` must be a string"));
     }
 
     #[test]

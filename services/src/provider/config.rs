@@ -6,8 +6,9 @@ use std::{fmt, path::PathBuf, time::Duration};
 /// Settings shared by every attempt an [`HttpProvider`](super::HttpProvider) sends.
 ///
 /// Every attempt has a timeout. A request's own value (`RequestFacts::timeout`,
-/// `RequestFacts::stream_timeout`) wins over the deployment's (`Deployment::timeout`,
-/// `Deployment::stream_timeout`), which wins over the router-level ones here
+/// `RequestFacts::stream_timeout`) may shorten the operator's bound, never lengthen it; the
+/// deployment's (`Deployment::timeout`, `Deployment::stream_timeout`) wins over the router-level
+/// ones here
 /// ([`timeout`](Self::timeout), [`stream_timeout`](Self::stream_timeout)); with none set, a
 /// non-streaming attempt gets [`DEFAULT_TIMEOUT`] (600 s) and a stream [`DEFAULT_STREAM_TIMEOUT`]
 /// (60 s to its first content chunk, then between two chunks). A stream with no stream timeout
@@ -54,7 +55,8 @@ pub struct ProviderConfig {
 pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 
 /// The timeout of a non-streaming attempt when none is set ([`ProviderConfig::timeout`]):
-/// 600 seconds, LiteLLM's default.
+/// 600 seconds, OpenAI's client default and LiteLLM's `completion()` default (LiteLLM's Router
+/// passes its `request_timeout`, 6000 s, instead; see `docs/litellm.md`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The bound on a stream's first content chunk, then on each gap between two chunks, when no

@@ -119,7 +119,7 @@ where
         let facts = ctx.facts();
         let stream = facts.stream && facts.endpoint != Endpoint::Embedding;
         // LiteLLM's `mock_response` / `mock_timeout`: answered here, the upstream never called.
-        match mocked::mocked(&deployment, ctx) {
+        match mocked::mocked(&deployment, ctx, &body) {
             Ok(None) => {}
             Ok(Some(mock)) => return self.mock_attempt(mock, deployment, ctx, &body, stream),
             Err(e) => return Box::pin(std::future::ready(Err(e.into()))),
@@ -235,7 +235,7 @@ impl<T> HttpProvider<T> {
     ) -> BoxFuture<'static, Result<http::Response<RouteBody>, BoxError>> {
         let facts = ctx.facts();
         let route = match &mock {
-            Mocked::Answer { route, .. } | Mocked::Timeout { route } => *route,
+            Mocked::Answer { route, .. } | Mocked::Timeout { route, .. } => *route,
         };
         let bound = Bound::of(&self.config, &deployment, facts, ctx.deadline, stream);
         let response_id = (route.ingress == Wire::Responses).then(|| {
@@ -251,7 +251,7 @@ impl<T> HttpProvider<T> {
             include_usage: route.ingress == Wire::OpenAi && stream && request::asks_usage(body),
             response_id,
             operation: false,
-            embedding: false,
+            embedding: facts.endpoint == Endpoint::Embedding,
             access_token: None,
             // A mocked answer is read like a real one: a filtered whole answer falls back too.
             filtered_fails: !stream && facts.endpoint.is_conversation() && ctx.content_filter_falls_back(),
@@ -264,17 +264,13 @@ impl<T> HttpProvider<T> {
             }
             let response = match mock {
                 Mocked::Answer { response, .. } => response,
-                Mocked::Timeout { .. } => match at {
+                Mocked::Timeout { unbounded, .. } => match at {
                     Some(at) => {
                         tokio::time::sleep_until(at).await;
                         return Err(response::timeout(&info, &bound.expired(stream)).into());
                     }
                     // No bound at all: LiteLLM answers its default mock content then.
-                    None => mocked::answer(
-                        &switchyard_layers::ctx::MockResponse::Text("This is a mock request".to_owned()),
-                        super::catalog::upstream_model(&info.deployment.model),
-                        stream,
-                    ),
+                    None => unbounded,
                 },
             };
             read_answer(info, response, stream).await.map_err(Into::into)
