@@ -1,0 +1,381 @@
+use std::{
+    any::Any,
+    collections::VecDeque,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use bytes::Bytes;
+use futures_util::{future::BoxFuture, stream};
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use tower_service::Service;
+
+use super::{ContinuationConfig, Continued, splice::Splicer};
+use crate::{
+    AttemptRecord, BoxError, Outcome, RouteBody, RouteCtx, RouteError, RouteRequest, Served, Usage,
+    body::UsageSlot,
+    ctx::Endpoint,
+    future::{LayerFuture, Next, Then},
+    retry::RetryBudget,
+};
+
+type Response = http::Response<RouteBody>;
+
+/// Calls the stack below the layer again with a continuation request.
+type Again = Box<dyn FnMut(http::Request<Bytes>) -> BoxFuture<'static, Result<Response, BoxError>> + Send>;
+
+/// The service of [`ContinuationLayer`](super::ContinuationLayer).
+#[derive(Clone, Debug)]
+pub struct Continuation<S> {
+    pub(super) inner: S,
+    pub(super) config: Arc<ContinuationConfig>,
+    pub(super) budget: Option<Arc<RetryBudget>>,
+}
+
+impl<S> Continuation<S> {
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+/// The response future of [`Continuation`]: the inner service's own, and the arming of the
+/// response's body when the call may be continued.
+pub type ResponseFuture<F> = LayerFuture<F, Option<Arm>>;
+
+impl<S, R> Service<R> for Continuation<S>
+where
+    S: Service<R, Response = Response, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    R: RouteRequest,
+{
+    type Response = Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let arm = self.arm(&req);
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        LayerFuture::in_place(inner.call(req), arm)
+    }
+}
+
+impl<S> Continuation<S> {
+    /// What a continuation of this call needs, when it may have one: the layer is on, the call
+    /// is a streamed chat completion, and the request is an `http::Request<Bytes>` (whose JSON
+    /// body a continuation extends).
+    fn arm<R>(&self, req: &R) -> Option<Arm>
+    where
+        S: Service<R, Response = Response, Error = BoxError> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        R: RouteRequest,
+    {
+        if !self.config.is_enabled() {
+            return None;
+        }
+        let ctx = req.route_ctx()?;
+        if !ctx.facts().stream || ctx.facts().endpoint != Endpoint::Chat {
+            return None;
+        }
+        let template = (req as &dyn Any).downcast_ref::<http::Request<Bytes>>()?.clone();
+        let svc = self.inner.clone();
+        let again: Again = Box::new(move |next: http::Request<Bytes>| {
+            let mut svc = svc.clone();
+            Box::pin(async move {
+                let boxed: Box<dyn Any + Send> = Box::new(next);
+                let Ok(next) = boxed.downcast::<R>() else {
+                    unreachable!("the template was read as this request type");
+                };
+                futures_util::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
+                svc.call(*next).await
+            })
+        });
+        Some(Arm { template, again, config: self.config.clone(), budget: self.budget.clone() })
+    }
+}
+
+/// What a call that may be continued keeps: the request as this layer received it, a way to
+/// call the stack below again, and the settings.
+pub struct Arm {
+    template: http::Request<Bytes>,
+    again: Again,
+    config: Arc<ContinuationConfig>,
+    budget: Option<Arc<RetryBudget>>,
+}
+
+impl std::fmt::Debug for Arm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arm").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl<F> Then<F> for Arm {
+    fn then(self, result: Result<Response, BoxError>, _: &F) -> Next {
+        Next::Done(result.map(|resp| self.splice(resp)))
+    }
+}
+
+impl Arm {
+    /// Puts the splicing body around a streamed answer (any other answer passes as it is).
+    fn splice(self, resp: Response) -> Response {
+        let is_stream = resp.status().is_success()
+            && resp
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+        if !is_stream {
+            return resp;
+        }
+        let (mut parts, body) = resp.into_parts();
+        let continued = Continued::default();
+        parts.extensions.insert(continued.clone());
+        let served = parts.extensions.get::<Served>().cloned();
+        let slot = UsageSlot::new();
+        let state = Spliced {
+            splicer: Splicer::new(self.config.max_partial_bytes),
+            body,
+            out: VecDeque::new(),
+            phase: Phase::Streaming,
+            served,
+            started: Instant::now(),
+            usage: None,
+            slot: slot.clone(),
+            continued,
+            arm: self,
+        };
+        let body = RouteBody::new(StreamBody::new(stream::unfold(state, Spliced::next))).with_usage_slot(slot);
+        http::Response::from_parts(parts, body)
+    }
+}
+
+enum Phase {
+    Streaming,
+    /// The error event was sent; this error follows it.
+    Failing(BoxError),
+    End,
+}
+
+/// The client's stream: the first answer, then its continuations.
+struct Spliced {
+    splicer: Splicer,
+    /// The body of the answer being read.
+    body: RouteBody,
+    /// Bytes to send before reading further.
+    out: VecDeque<Bytes>,
+    phase: Phase,
+    /// Which attempt serves the answer being read.
+    served: Option<Served>,
+    /// When the answer being read started.
+    started: Instant,
+    /// The usage of the answers read to their end, summed.
+    usage: Option<Usage>,
+    /// The usage reported on the client's body: every answer's, summed.
+    slot: UsageSlot,
+    continued: Continued,
+    arm: Arm,
+}
+
+impl Spliced {
+    async fn next(mut self) -> Option<(Result<Frame<Bytes>, BoxError>, Self)> {
+        loop {
+            if let Some(bytes) = self.out.pop_front() {
+                return Some((Ok(Frame::data(bytes)), self));
+            }
+            match std::mem::replace(&mut self.phase, Phase::End) {
+                Phase::End => return None,
+                Phase::Failing(err) => {
+                    // One turn for the server to write out the error event first (hyper drops
+                    // what it buffered when the body fails in the same poll).
+                    tokio::task::yield_now().await;
+                    return Some((Err(err), self));
+                }
+                Phase::Streaming => {}
+            }
+            let mut out = Vec::new();
+            match self.body.frame().await {
+                None => {
+                    self.splicer.flush(&mut out);
+                    out.extend(self.splicer.take_held());
+                    self.add_usage(self.body.usage());
+                    self.settle_usage();
+                }
+                Some(Ok(frame)) => {
+                    self.phase = Phase::Streaming;
+                    match frame.into_data() {
+                        Ok(data) => self.splicer.push(&data, &mut out),
+                        Err(frame) => return Some((Ok(frame), self)),
+                    }
+                }
+                Some(Err(err)) => {
+                    self.add_usage(self.body.usage());
+                    if self.continue_after(&err).await {
+                        self.phase = Phase::Streaming;
+                    } else {
+                        self.splicer.flush(&mut out);
+                        out.extend(self.splicer.take_held());
+                        self.settle_usage();
+                        self.phase = Phase::Failing(err);
+                    }
+                }
+            }
+            self.out.extend(out);
+        }
+    }
+
+    fn add_usage(&mut self, usage: Option<Usage>) {
+        if let Some(u) = usage {
+            let sum = self.usage.unwrap_or_default();
+            self.usage =
+                Some(Usage::new(sum.prompt_tokens + u.prompt_tokens, sum.completion_tokens + u.completion_tokens));
+        }
+    }
+
+    /// Reports the usage of every answer read, summed, on the client's body.
+    fn settle_usage(&mut self) {
+        if let Some(u) = self.usage {
+            self.slot.set(u);
+        }
+    }
+
+    /// Asks the stack below for a continuation of the answer `err` broke, and reads it from now
+    /// on; `false` when the answer may not be continued or no deployment could.
+    async fn continue_after(&mut self, err: &BoxError) -> bool {
+        let route_err = RouteError::find(&**err);
+        let failed = route_err
+            .and_then(RouteError::deployment)
+            .cloned()
+            .or_else(|| self.served.as_ref().map(|s| s.deployment.clone()));
+        let Some(ctx) = self.arm.template.route_ctx() else { return false };
+        if !self.splicer.can_continue() || self.continued.count() >= self.arm.config.max_continuations as usize {
+            return false;
+        }
+        if ctx.deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        if let Some(budget) = &self.arm.budget
+            && !budget.withdraw()
+        {
+            return false;
+        }
+        let Some(next) =
+            continuation_request(&self.arm.template, self.served.as_ref(), failed.as_ref(), self.splicer.partial())
+        else {
+            return false;
+        };
+        // The broken attempt in the call's trail: its end already fed the cooldown rules.
+        if let (Some(served), Some(failed)) = (&self.served, &failed) {
+            let message = route_err.map_or_else(|| err.to_string(), |e| e.message().to_owned());
+            ctx.record_attempt(AttemptRecord {
+                group: served.group.clone(),
+                deployment: failed.clone(),
+                outcome: route_err.and_then(RouteError::outcome).unwrap_or(Outcome::Transport),
+                duration: self.started.elapsed(),
+                message: Some(format!("stream broken, continued: {message}")),
+            });
+        }
+        let started = Instant::now();
+        match (self.arm.again)(next).await {
+            Ok(resp) => {
+                let (parts, body) = resp.into_parts();
+                let served = parts.extensions.get::<Served>().cloned();
+                tracing::info!(
+                    deployment = served.as_ref().map(|s| s.deployment.as_str()),
+                    chars = self.splicer.partial().len(),
+                    "stream continued"
+                );
+                self.continued.push(served.clone());
+                self.served = served;
+                self.started = started;
+                self.splicer.begin_continuation();
+                self.body = body;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "stream continuation failed");
+                false
+            }
+        }
+    }
+}
+
+/// The continuation request: `template` (the request as the layer received it) with the text
+/// sent so far as a last assistant message, routed to the group that served (`served`) without
+/// the deployment that broke (`failed`); `None` when the body is not a chat request.
+fn continuation_request(
+    template: &http::Request<Bytes>,
+    served: Option<&Served>,
+    failed: Option<&crate::DeploymentId>,
+    partial: &str,
+) -> Option<http::Request<Bytes>> {
+    let mut json: Value = serde_json::from_slice(template.body()).ok()?;
+    let object = json.as_object_mut()?;
+    if object.get("n").and_then(Value::as_u64).is_some_and(|n| n > 1) {
+        return None;
+    }
+    object.get_mut("messages")?.as_array_mut()?.push(json!({"role": "assistant", "content": partial}));
+    let body = serde_json::to_vec(&json).ok()?;
+    let mut next = template.clone();
+    next.headers_mut().remove(http::header::CONTENT_LENGTH);
+    *next.body_mut() = Bytes::from(body);
+    let ctx: &mut RouteCtx = next.route_ctx_mut()?;
+    if let Some(served) = served
+        && *served.group != *ctx.target()
+    {
+        ctx.hop_to(served.group.clone());
+        ctx.hop = served.hops;
+    }
+    if let Some(failed) = failed
+        && !ctx.excluded.contains(failed)
+    {
+        ctx.excluded.push(failed.clone());
+    }
+    ctx.candidates = None;
+    ctx.selected = None;
+    Some(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_continuation_request_ends_with_the_partial_assistant_message_and_excludes_the_broken_deployment() {
+        let mut req = http::Request::new(Bytes::from_static(
+            br#"{"model":"gpt","stream":true,"messages":[{"role":"user","content":"hi"}]}"#,
+        ));
+        req.headers_mut().insert(http::header::CONTENT_LENGTH, http::HeaderValue::from_static("70"));
+        req.extensions_mut().insert(RouteCtx::new("gpt"));
+        let failed = crate::DeploymentId::from("a");
+        let next = continuation_request(&req, None, Some(&failed), "Hel").expect("a chat request");
+        let json: Value = serde_json::from_slice(next.body()).expect("json");
+        assert_eq!(json["messages"][1], json!({"role": "assistant", "content": "Hel"}));
+        assert_eq!(json["stream"], true);
+        assert!(next.headers().get(http::header::CONTENT_LENGTH).is_none());
+        assert_eq!(next.route_ctx().map(|c| c.excluded.clone()), Some(vec![failed]));
+    }
+
+    #[test]
+    fn several_choices_are_never_continued() {
+        let mut req = http::Request::new(Bytes::from_static(br#"{"model":"gpt","n":2,"messages":[]}"#));
+        req.extensions_mut().insert(RouteCtx::new("gpt"));
+        assert!(continuation_request(&req, None, None, "x").is_none());
+    }
+}
