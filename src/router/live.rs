@@ -115,7 +115,8 @@ impl Parts {
             .retry(retry)
             .health(config.health.filter(config.cooldown.allowed_fails_policy.is_some()))
             .precall(config.precall.clone())
-            .pre_routers(pre_routers);
+            .pre_routers(pre_routers)
+            .continuation(config.continuation.clone());
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
         }
