@@ -281,10 +281,11 @@ impl Spliced {
             return false;
         };
         // The broken attempt in the call's trail: its end already fed the cooldown rules.
-        if let (Some(served), Some(failed)) = (&self.served, &failed) {
+        if let Some(failed) = &failed {
             let message = route_err.map_or_else(|| err.to_string(), |e| e.message().to_owned());
+            let group = self.served.as_ref().map_or_else(|| ctx.target_name().clone(), |s| s.group.clone());
             ctx.record_attempt(AttemptRecord {
-                group: served.group.clone(),
+                group,
                 deployment: failed.clone(),
                 outcome: route_err.and_then(RouteError::outcome).unwrap_or(Outcome::Transport),
                 duration: self.started.elapsed(),
@@ -354,7 +355,131 @@ fn continuation_request(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use http_body_util::BodyExt;
+    use tower::{ServiceExt, service_fn};
+
     use super::*;
+    use crate::{RequestFacts, continuation::ContinuationLayer};
+
+    fn chunk(text: &str) -> String {
+        format!(
+            "data: {{\"id\":\"c\",\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+        )
+    }
+
+    const TOOL_CALL: &str = "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"q\"}}]}}]}\n\n";
+    const ERROR_EVENT: &str = "data: {\"error\":{\"message\":\"cut\"}}\n\n";
+
+    /// A provider whose first answer sends `first` then the error event and breaks; every later
+    /// call (a continuation) answers "lo" and ends. Counts its calls.
+    fn provider(
+        first: String,
+        calls: Arc<AtomicUsize>,
+    ) -> impl Service<http::Request<Bytes>, Response = Response, Error = BoxError, Future: Send> + Clone + Send + 'static
+    {
+        service_fn(move |_req: http::Request<Bytes>| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            let first = first.clone();
+            async move {
+                let frames: Vec<Result<Frame<Bytes>, BoxError>> = if n == 0 {
+                    vec![
+                        Ok(Frame::data(Bytes::from(first))),
+                        Ok(Frame::data(Bytes::from(ERROR_EVENT))),
+                        Err(RouteError::upstream(Outcome::ServerError, "a".into(), "cut").into()),
+                    ]
+                } else {
+                    vec![Ok(Frame::data(Bytes::from(chunk("lo")))), Ok(Frame::data(Bytes::from("data: [DONE]\n\n")))]
+                };
+                let mut resp = http::Response::new(RouteBody::new(StreamBody::new(stream::iter(frames))));
+                resp.headers_mut()
+                    .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+                Ok::<_, BoxError>(resp)
+            }
+        })
+    }
+
+    fn request(deadline: Option<Instant>) -> http::Request<Bytes> {
+        let facts = RequestFacts::new().streaming(true).endpoint(Endpoint::Chat);
+        let mut ctx = RouteCtx::with_facts("gpt", facts);
+        ctx.deadline = deadline;
+        let mut req = http::Request::new(Bytes::from_static(br#"{"model":"gpt","stream":true,"messages":[]}"#));
+        req.extensions_mut().insert(ctx);
+        req
+    }
+
+    async fn read(layer: ContinuationLayer, first: String, req: http::Request<Bytes>) -> (String, bool, usize) {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let service = layer.layer(provider(first, calls.clone()));
+        let resp = service.oneshot(req).await.expect("committed");
+        let mut body = resp.into_body();
+        let mut text = String::new();
+        let mut failed = false;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(f) => text.push_str(std::str::from_utf8(f.data_ref().expect("data")).expect("utf-8")),
+                Err(_) => failed = true,
+            }
+        }
+        (text, failed, calls.load(Ordering::SeqCst))
+    }
+
+    use tower_layer::Layer;
+
+    #[tokio::test(start_paused = true)]
+    async fn text_in_flight_is_continued_and_the_error_event_never_sent() {
+        let (text, failed, calls) =
+            read(ContinuationLayer::new(ContinuationConfig::enabled()), chunk("Hel"), request(None)).await;
+        assert_eq!((failed, calls), (false, 2));
+        assert!(!text.contains("error") && text.ends_with("data: [DONE]\n\n"), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_tool_call_in_flight_ends_with_the_error_event() {
+        let first = format!("{}{TOOL_CALL}", chunk("Let me look."));
+        let (text, failed, calls) =
+            read(ContinuationLayer::new(ContinuationConfig::enabled()), first, request(None)).await;
+        assert_eq!((failed, calls), (true, 1), "never continued");
+        assert!(text.ends_with(ERROR_EVENT), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn off_the_stream_ends_with_the_error_event() {
+        let first = chunk("Hel");
+        let (text, failed, calls) =
+            read(ContinuationLayer::new(ContinuationConfig::default()), first, request(None)).await;
+        assert_eq!((failed, calls), (true, 1));
+        assert!(text.ends_with(ERROR_EVENT), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn no_continuation_past_the_deadline_or_with_an_empty_retry_budget() {
+        let first = chunk("Hel");
+        let past = Some(Instant::now());
+        tokio::time::advance(std::time::Duration::from_millis(1)).await;
+        let (_, failed, calls) =
+            read(ContinuationLayer::new(ContinuationConfig::enabled()), first.clone(), request(past)).await;
+        assert_eq!((failed, calls), (true, 1), "past the deadline");
+
+        let empty = Arc::new(RetryBudget::new(0.0, 0).expect("budget").with_capacity(0));
+        let layer = ContinuationLayer::new(ContinuationConfig::enabled()).budget(Some(empty));
+        let (_, failed, calls) = read(layer, first, request(None)).await;
+        assert_eq!((failed, calls), (true, 1), "no budget left");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_broken_attempt_joins_the_calls_trail() {
+        let first = chunk("Hel");
+        let req = request(None);
+        let trail = req.route_ctx().expect("ctx").call_trail();
+        let (_, failed, _) = read(ContinuationLayer::new(ContinuationConfig::enabled()), first, req).await;
+        assert!(!failed);
+        let records = trail.records();
+        assert_eq!(records.len(), 1, "{records:?}");
+        assert_eq!((records[0].deployment.as_str(), records[0].outcome), ("a", Outcome::ServerError));
+        assert!(records[0].message.as_deref().is_some_and(|m| m.contains("continued")), "{records:?}");
+    }
 
     #[test]
     fn the_continuation_request_ends_with_the_partial_assistant_message_and_excludes_the_broken_deployment() {
