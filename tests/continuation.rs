@@ -111,3 +111,23 @@ fn an_unknown_continuation_key_fails_the_load_naming_its_path() {
     let err = switchyard::Config::from_yaml_str(yaml).expect_err("a typo");
     assert!(err.to_string().contains("router_settings.stream_continuation.max_continuation"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_continuation_may_come_from_an_anthropic_deployment_where_the_partial_text_is_a_prefill() {
+    let (a, claude) = (breaking(), healthy());
+    let yaml = format!(
+        "model_list:\n{}  - model_name: gpt\n    litellm_params: {{ model: anthropic/claude-sonnet-4-5, api_key: key-b, \
+         api_base: \"{}\" }}\n    model_info: {{ id: b }}\nrouter_settings:\n  stream_continuation: true\n",
+        deployment("a", &a.base_url()),
+        claude.origin(),
+    );
+    let gw = gateway(&yaml).await;
+    let answer = started_by_a(&gw.origin).await;
+    let chunks = chunks(&answer);
+    assert!(chunks.iter().all(|c| c.get("error").is_none()), "no error event: {chunks:?}");
+    assert!(chunks.iter().all(|c| c["id"] == chunks[0]["id"] && c["model"] == chunks[0]["model"]), "{chunks:?}");
+    assert_eq!(answer.data().iter().filter(|d| *d == "[DONE]").count(), 1);
+    let sent = claude.last_request().expect("claude continued").json().expect("JSON");
+    let last = sent["messages"].as_array().and_then(|m| m.last()).cloned().expect("a last message");
+    assert_eq!(last["role"], "assistant", "Anthropic's prefill: {sent}");
+}
