@@ -76,6 +76,13 @@ async fn a_broken_stream_is_continued_on_the_other_deployment_and_spliced_into_o
     let text = answer.streamed_text();
     assert!(text.starts_with(partial) && text.len() > partial.len(), "{partial:?} then more: {text:?}");
     assert_eq!(messages[0], json!({"role": "user", "content": "Tell me a story."}), "the original request");
+
+    let metrics = loopback::send("GET", format!("{}/metrics", gw.origin), None, &[]).await.text();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("switchyard_stream_continuations_total{") && l.contains("deployment=\"b\""))
+        .unwrap_or_else(|| panic!("the continuation is counted: {metrics}"));
+    assert!(line.contains("group=\"gpt\""), "{line}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

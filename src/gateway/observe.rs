@@ -12,7 +12,9 @@ use std::{
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
-use switchyard_layers::{BoxError, RouteBody, RouteCtx, RouteError, Served, precall::AffinityHit};
+use switchyard_layers::{
+    BoxError, RouteBody, RouteCtx, RouteError, Served, continuation::Continued, precall::AffinityHit,
+};
 use switchyard_services::http_error;
 use tokio::time::Instant;
 use tower::{Layer, Service};
@@ -122,6 +124,9 @@ where
                         metrics::record_served(&served, overhead);
                         litellm.served(&requested, &served, elapsed, overhead, streaming);
                         dashboard.record_served(&served, streaming, resp.body_mut());
+                        if let Some(continued) = resp.extensions().get::<Continued>().cloned() {
+                            resp.body_mut().on_end(move |_| metrics::record_continuations(&continued));
+                        }
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
                         if let Some(id) = call_id {
                             resp.headers_mut().insert(headers::LITELLM_CALL_ID, id);
