@@ -45,6 +45,10 @@ pub(crate) struct Splicer {
     segment: u32,
     /// An error event held back until the stream's fate is known.
     held: Option<Bytes>,
+    /// The text sent ends in whitespace, which the continuation request leaves out (Anthropic
+    /// refuses a prefill that ends in whitespace): the continuation's leading whitespace is
+    /// dropped, as the client already has it.
+    trim_leading: bool,
 }
 
 impl Splicer {
@@ -62,6 +66,7 @@ impl Splicer {
             opaque: false,
             segment: 0,
             held: None,
+            trim_leading: false,
         }
     }
 
@@ -96,9 +101,11 @@ impl Splicer {
         !self.partial.is_empty() && !self.overflow && !self.not_text && !self.finished && !self.done && !self.opaque
     }
 
-    /// The text the client received so far.
+    /// The text the client received so far, without trailing whitespace: what a continuation
+    /// request carries (Anthropic refuses a prefill that ends in whitespace; the continuation's
+    /// leading whitespace is dropped in exchange).
     pub(crate) fn partial(&self) -> &str {
-        &self.partial
+        self.partial.trim_end()
     }
 
     /// The held error event, if any (to send when the stream is not continued).
@@ -111,6 +118,7 @@ impl Splicer {
         self.held = None;
         self.pending.clear();
         self.segment += 1;
+        self.trim_leading = self.partial.ends_with(char::is_whitespace);
     }
 
     fn event(&mut self, raw: Bytes, out: &mut Vec<Bytes>) {
@@ -136,8 +144,8 @@ impl Splicer {
             }
             return;
         }
-        self.read_choices(&chunk);
         if self.segment == 0 {
+            self.read_choices(&chunk);
             for field in KEPT_FIELDS {
                 if let Some(v) = chunk.get(field)
                     && !self.kept.contains_key(field)
@@ -151,6 +159,7 @@ impl Splicer {
         if !self.rewrite(&mut chunk) {
             return;
         }
+        self.read_choices(&chunk);
         match serde_json::to_string(&chunk) {
             Ok(json) => out.push(Bytes::from(format!("data: {json}\n\n"))),
             Err(_) => self.opaque_event(raw, out),
@@ -194,7 +203,7 @@ impl Splicer {
 
     /// Makes a continuation's chunk one of the first stream's; `false` when nothing is left to
     /// send.
-    fn rewrite(&self, chunk: &mut Map<String, Value>) -> bool {
+    fn rewrite(&mut self, chunk: &mut Map<String, Value>) -> bool {
         for (field, value) in &self.kept {
             chunk.insert(field.clone(), value.clone());
         }
@@ -207,6 +216,16 @@ impl Splicer {
             };
             if let Some(delta) = choice.get_mut("delta").and_then(Value::as_object_mut) {
                 delta.remove("role");
+                if self.trim_leading
+                    && let Some(text) = delta.get("content").and_then(Value::as_str)
+                {
+                    let trimmed = text.trim_start();
+                    if !trimmed.is_empty() {
+                        self.trim_leading = false;
+                    }
+                    let trimmed = Value::String(trimmed.to_owned());
+                    delta.insert("content".to_owned(), trimmed);
+                }
                 if delta.get("content").and_then(Value::as_str) == Some("") {
                     delta.remove("content");
                 }
@@ -352,6 +371,21 @@ mod tests {
         let named = "event: message_start\ndata: {}\n\n";
         assert_eq!(run(&mut s, named), named);
         assert!(!s.can_continue());
+    }
+
+    #[test]
+    fn trailing_whitespace_is_left_out_of_the_prefill_and_not_sent_twice() {
+        let mut s = Splicer::new(1024);
+        run(&mut s, &chunk("a", r#"{"content":"Once upon "}"#, None));
+        assert_eq!(s.partial(), "Once upon");
+        s.begin_continuation();
+        let out = run(&mut s, &chunk("b", r#"{"content":" "}"#, None))
+            + &run(&mut s, &chunk("b", r#"{"content":" a time"}"#, None));
+        assert!(!out.contains("\" \""), "the lone space is dropped: {out}");
+        assert!(out.contains("\"content\":\"a time\""), "{out}");
+        let more = run(&mut s, &chunk("b", r#"{"content":" there"}"#, None));
+        assert!(more.contains("\" there\""), "only the leading whitespace: {more}");
+        assert_eq!(s.partial(), "Once upon a time there");
     }
 
     #[test]
