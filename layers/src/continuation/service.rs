@@ -469,6 +469,46 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_client_that_goes_away_during_the_continuation_releases_it() {
+        /// Counts the continuation calls in flight.
+        struct InCall(Arc<AtomicUsize>);
+        impl Drop for InCall {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        // The continuation's call never answers; it is in flight until it is dropped.
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let counter = in_flight.clone();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let first = provider(chunk("Hel"), calls.clone());
+        let service = service_fn(move |req: http::Request<Bytes>| {
+            let mut first = first.clone();
+            let counter = counter.clone();
+            let n = calls.load(Ordering::SeqCst);
+            async move {
+                if n == 0 {
+                    return first.call(req).await;
+                }
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _in_call = InCall(counter);
+                std::future::pending::<Result<Response, BoxError>>().await
+            }
+        });
+        let service = ContinuationLayer::new(ContinuationConfig::enabled()).layer(service);
+        let resp = service.oneshot(request(None)).await.expect("committed");
+        let mut body = resp.into_body();
+        let first = body.frame().await.expect("a frame").expect("data");
+        assert!(first.data_ref().is_some_and(|d| d.starts_with(b"data: ")));
+        // The next read breaks the first answer and waits in the continuation.
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(5), body.frame()).await;
+        assert!(waited.is_err(), "still waiting for the continuation");
+        assert_eq!(in_flight.load(Ordering::SeqCst), 1, "the continuation is in flight");
+        drop(body);
+        assert_eq!(in_flight.load(Ordering::SeqCst), 0, "dropping the body dropped the continuation");
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn the_broken_attempt_joins_the_calls_trail() {
         let first = chunk("Hel");
         let req = request(None);
