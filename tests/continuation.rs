@@ -4,9 +4,18 @@
 //! one well-formed stream; off (the default), it ends with the error event as before.
 #![cfg(feature = "gateway")]
 
+use std::{sync::Arc, time::Duration};
+
 use http::StatusCode;
 use serde_json::{Value, json};
-use switchyard::services::mock::{MockHandle, MockProfile};
+use switchyard::{
+    Config,
+    gateway::Gateway,
+    services::{
+        mock::{MockHandle, MockProfile},
+        provider::{HttpProvider, ProviderConfig},
+    },
+};
 
 #[path = "support/loopback.rs"]
 mod loopback;
@@ -115,7 +124,7 @@ async fn when_the_continuation_cannot_be_made_the_stream_ends_with_one_error_eve
 #[test]
 fn an_unknown_continuation_key_fails_the_load_naming_its_path() {
     let yaml = "model_list: []\nrouter_settings:\n  stream_continuation: {max_continuation: 2}\n";
-    let err = switchyard::Config::from_yaml_str(yaml).expect_err("a typo");
+    let err = Config::from_yaml_str(yaml).expect_err("a typo");
     assert!(err.to_string().contains("router_settings.stream_continuation.max_continuation"), "{err}");
 }
 
@@ -137,4 +146,25 @@ async fn the_continuation_may_come_from_an_anthropic_deployment_where_the_partia
     let sent = claude.last_request().expect("claude continued").json().expect("JSON");
     let last = sent["messages"].as_array().and_then(|m| m.last()).cloned().expect("a last message");
     assert_eq!(last["role"], "assistant", "Anthropic's prefill: {sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_turns_continuation_on() {
+    let (a, b) = (breaking(), healthy());
+    let provider = HttpProvider::new(ProviderConfig::default().timeout(Duration::from_secs(10))).expect("provider");
+    let config = |settings: &str| Config::from_yaml_str(&config(&a, &b, settings)).expect("valid config");
+    let gw = Arc::new(Gateway::builder(config("")).provider(provider).seed(5).build().expect("gateway"));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("address"));
+    let serving = gw.clone();
+    let server = tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
+
+    let before = started_by_a(&origin).await;
+    assert!(chunks(&before).last().expect("chunks").get("error").is_some(), "off: the error event");
+
+    gw.reload(config("router_settings:\n  stream_continuation: {max_continuations: 2}\n")).await.expect("reloaded");
+    let after = started_by_a(&origin).await;
+    assert!(chunks(&after).iter().all(|c| c.get("error").is_none()), "on after the reload");
+    assert_eq!(after.data().iter().filter(|d| *d == "[DONE]").count(), 1);
+    server.abort();
 }
