@@ -100,10 +100,10 @@ impl<S> Continuation<S> {
         let again: Again = Box::new(move |next: http::Request<Bytes>| {
             let mut svc = svc.clone();
             Box::pin(async move {
+                // `R` is `http::Request<Bytes>`: the template was read as one.
                 let boxed: Box<dyn Any + Send> = Box::new(next);
-                let Ok(next) = boxed.downcast::<R>() else {
-                    unreachable!("the template was read as this request type");
-                };
+                let next =
+                    boxed.downcast::<R>().map_err(|_| BoxError::from("a continuation of another request type"))?;
                 futures_util::future::poll_fn(|cx| svc.poll_ready(cx)).await?;
                 svc.call(*next).await
             })
@@ -136,12 +136,7 @@ impl<F> Then<F> for Arm {
 impl Arm {
     /// Puts the splicing body around a streamed answer (any other answer passes as it is).
     fn splice(self, resp: Response) -> Response {
-        let is_stream = resp.status().is_success()
-            && resp
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-        if !is_stream {
+        if !is_event_stream(&resp) {
             return resp;
         }
         let (mut parts, body) = resp.into_parts();
@@ -288,18 +283,22 @@ impl Spliced {
                 group,
                 deployment: failed.clone(),
                 outcome: route_err.and_then(RouteError::outcome).unwrap_or(Outcome::Transport),
-                duration: self.started.elapsed(),
-                message: Some(format!("stream broken, continued: {message}")),
+                duration: self.served.as_ref().map(|s| s.upstream).unwrap_or_default() + self.started.elapsed(),
+                message: Some(format!("stream broken, continuing: {message}")),
             });
         }
         let started = Instant::now();
         match (self.arm.again)(next).await {
+            Ok(resp) if !is_event_stream(&resp) => {
+                tracing::warn!(status = resp.status().as_u16(), "stream continuation answered without a stream");
+                false
+            }
             Ok(resp) => {
                 let (parts, body) = resp.into_parts();
                 let served = parts.extensions.get::<Served>().cloned();
                 tracing::info!(
                     deployment = served.as_ref().map(|s| s.deployment.as_str()),
-                    chars = self.splicer.partial().len(),
+                    bytes = self.splicer.partial().len(),
                     "stream continued"
                 );
                 self.continued.push(served.clone());
@@ -315,6 +314,15 @@ impl Spliced {
             }
         }
     }
+}
+
+/// A successful streamed answer.
+fn is_event_stream(resp: &Response) -> bool {
+    resp.status().is_success()
+        && resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 /// The continuation request: `template` (the request as the layer received it) with the text
@@ -518,7 +526,7 @@ mod tests {
         let records = trail.records();
         assert_eq!(records.len(), 1, "{records:?}");
         assert_eq!((records[0].deployment.as_str(), records[0].outcome), ("a", Outcome::ServerError));
-        assert!(records[0].message.as_deref().is_some_and(|m| m.contains("continued")), "{records:?}");
+        assert!(records[0].message.as_deref().is_some_and(|m| m.contains("continuing")), "{records:?}");
     }
 
     #[test]
