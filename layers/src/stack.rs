@@ -315,7 +315,11 @@ impl RoutingStackBuilder {
             pre_routers,
             continuation,
         } = self;
-        let continuation = ContinuationLayer::new(continuation).budget(retry.budget.clone());
+        let mut continuation = ContinuationLayer::new(continuation);
+        if let Some(budget) = retry.budget.clone() {
+            // A continuation is a retry: it spends from the retry layer's budget.
+            continuation = continuation.retry_permit(move || budget.withdraw());
+        }
         // `enforce_rate_limits` is one setting: the pre-call filter and the select layer's
         // reservation (which holds without a pre-call layer too).
         let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies)

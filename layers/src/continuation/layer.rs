@@ -3,7 +3,9 @@ use std::{fmt, sync::Arc};
 use tower_layer::Layer;
 
 use super::Continuation;
-use crate::retry::RetryBudget;
+
+/// Asked before each continuation: may one more retry be made (a retry budget's withdrawal)?
+pub(super) type RetryPermit = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The continuation layer's settings: off by default (LiteLLM's behaviour: a broken stream ends
 /// with an error event).
@@ -71,14 +73,14 @@ impl Default for ContinuationConfig {
 #[derive(Clone, Default)]
 pub struct ContinuationLayer {
     pub(super) config: Arc<ContinuationConfig>,
-    pub(super) budget: Option<Arc<RetryBudget>>,
+    pub(super) permit: Option<RetryPermit>,
 }
 
 impl fmt::Debug for ContinuationLayer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ContinuationLayer")
             .field("config", &self.config)
-            .field("budget", &self.budget.is_some())
+            .field("retry_permit", &self.permit.is_some())
             .finish()
     }
 }
@@ -86,13 +88,22 @@ impl fmt::Debug for ContinuationLayer {
 impl ContinuationLayer {
     /// A layer with `config`.
     pub fn new(config: ContinuationConfig) -> Self {
-        Self { config: Arc::new(config), budget: None }
+        Self { config: Arc::new(config), permit: None }
     }
 
-    /// Each continuation is a retry: it withdraws from `budget` (the retry layer's), and is not
-    /// made when the budget is empty.
-    pub fn budget(mut self, budget: Option<Arc<RetryBudget>>) -> Self {
-        self.budget = budget;
+    /// Each continuation is a retry: `permit` is asked before each one, and none is made when it
+    /// says no. `RoutingStack` passes the retry layer's budget (`move || budget.withdraw()`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use switchyard_layers::{continuation::{ContinuationConfig, ContinuationLayer}, retry::RetryBudget};
+    ///
+    /// let budget = Arc::new(RetryBudget::new(0.2, 10).expect("valid budget"));
+    /// let layer = ContinuationLayer::new(ContinuationConfig::enabled()).retry_permit(move || budget.withdraw());
+    /// # let _ = layer;
+    /// ```
+    pub fn retry_permit(mut self, permit: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.permit = Some(Arc::new(permit));
         self
     }
 
@@ -106,6 +117,6 @@ impl<S> Layer<S> for ContinuationLayer {
     type Service = Continuation<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Continuation { inner, config: self.config.clone(), budget: self.budget.clone() }
+        Continuation { inner, config: self.config.clone(), permit: self.permit.clone() }
     }
 }

@@ -13,13 +13,12 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use tower_service::Service;
 
-use super::{ContinuationConfig, Continued, splice::Splicer};
+use super::{ContinuationConfig, Continued, layer::RetryPermit, splice::Splicer};
 use crate::{
     AttemptRecord, BoxError, Outcome, RouteBody, RouteCtx, RouteError, RouteRequest, Served, Usage,
     body::UsageSlot,
     ctx::Endpoint,
     future::{LayerFuture, Next, Then},
-    retry::RetryBudget,
 };
 
 type Response = http::Response<RouteBody>;
@@ -28,11 +27,21 @@ type Response = http::Response<RouteBody>;
 type Again = Box<dyn FnMut(http::Request<Bytes>) -> BoxFuture<'static, Result<Response, BoxError>> + Send>;
 
 /// The service of [`ContinuationLayer`](super::ContinuationLayer).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Continuation<S> {
     pub(super) inner: S,
     pub(super) config: Arc<ContinuationConfig>,
-    pub(super) budget: Option<Arc<RetryBudget>>,
+    pub(super) permit: Option<RetryPermit>,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for Continuation<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Continuation")
+            .field("inner", &self.inner)
+            .field("config", &self.config)
+            .field("retry_permit", &self.permit.is_some())
+            .finish()
+    }
 }
 
 impl<S> Continuation<S> {
@@ -108,7 +117,7 @@ impl<S> Continuation<S> {
                 svc.call(*next).await
             })
         });
-        Some(Arm { template, again, config: self.config.clone(), budget: self.budget.clone() })
+        Some(Arm { template, again, config: self.config.clone(), permit: self.permit.clone() })
     }
 }
 
@@ -118,7 +127,7 @@ pub struct Arm {
     template: http::Request<Bytes>,
     again: Again,
     config: Arc<ContinuationConfig>,
-    budget: Option<Arc<RetryBudget>>,
+    permit: Option<RetryPermit>,
 }
 
 impl std::fmt::Debug for Arm {
@@ -265,8 +274,8 @@ impl Spliced {
         if ctx.deadline.is_some_and(|d| Instant::now() >= d) {
             return false;
         }
-        if let Some(budget) = &self.arm.budget
-            && !budget.withdraw()
+        if let Some(permit) = &self.arm.permit
+            && !permit()
         {
             return false;
         }
@@ -470,8 +479,8 @@ mod tests {
             read(ContinuationLayer::new(ContinuationConfig::enabled()), first.clone(), request(past)).await;
         assert_eq!((failed, calls), (true, 1), "past the deadline");
 
-        let empty = Arc::new(RetryBudget::new(0.0, 0).expect("budget").with_capacity(0));
-        let layer = ContinuationLayer::new(ContinuationConfig::enabled()).budget(Some(empty));
+        let empty = crate::retry::RetryBudget::new(0.0, 0).expect("budget").with_capacity(0);
+        let layer = ContinuationLayer::new(ContinuationConfig::enabled()).retry_permit(move || empty.withdraw());
         let (_, failed, calls) = read(layer, first, request(None)).await;
         assert_eq!((failed, calls), (true, 1), "no budget left");
     }
