@@ -263,6 +263,32 @@ async fn openai_sdk_chat_stream_with_include_usage_ends_with_a_usage_chunk() {
     assert_eq!(out["last_has_choices"], false, "the usage chunk comes last, without choices");
 }
 
+/// The `openai` SDK reads a stream broken after its first text and continued on the group's
+/// other deployment (`stream_continuation`) as one stream: the text of both, one finish reason,
+/// the continuation's usage chunk last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_sdk_reads_a_continued_chat_stream_as_one_stream() {
+    let broken = mock(MockProfile::builder().chunks(6).stream_error(2, 1.0).build().expect("valid profile"));
+    let whole = healthy();
+    let list = format!(
+        "  - model_name: gpt\n    litellm_params: {{ model: openai/gpt-4o, api_key: k, api_base: \"{}\", order: 1 }}\n    \
+         model_info: {{ id: a }}\n  - model_name: gpt\n    litellm_params: {{ model: openai/gpt-4o, api_key: k, \
+         api_base: \"{}\", order: 2 }}\n    model_info: {{ id: b }}\n",
+        broken.base_url(),
+        whole.base_url(),
+    );
+    let gw = gateway(&list, "  stream_continuation: true\n").await;
+    let out = run(&gw, "openai_chat_stream.py", &["gpt"]).await;
+    assert_eq!(broken.requests(), 1, "the first tier started the answer");
+    let sent = whole.last_request().expect("b continued").json().expect("JSON");
+    let partial = sent["messages"].as_array().and_then(|m| m.last()).map(|m| m["content"].clone()).expect("partial");
+    let text = out["text"].as_str().expect("text");
+    assert!(text.starts_with(partial.as_str().expect("a string")) && text.len() > 5, "{out}");
+    assert_eq!(out["finish_reasons"], serde_json::json!(["stop"]), "{out}");
+    assert_eq!(out["usage"].as_array().map(Vec::len), Some(1), "{out}");
+    assert_eq!(out["last_has_choices"], false, "{out}");
+}
+
 /// The `openai` SDK reads a stream the response cache made of a whole cached answer: the text,
 /// the finish reason and the usage chunk, with no second upstream call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

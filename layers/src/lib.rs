@@ -28,6 +28,7 @@
 pub mod body;
 pub mod catalog;
 pub mod classify;
+pub mod continuation;
 pub mod cooldown;
 pub mod ctx;
 pub mod deadline;

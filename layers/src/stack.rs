@@ -12,7 +12,8 @@
 //! - as one [`Layer`], the default order (outermost first): [`CallSpanLayer`], [`DeadlineLayer`],
 //!   [`PreRouteLayer`] (a pass-through unless pre-routers were given: the config's
 //!   `auto_router/...` entries, or yours with [`pre_router`](RoutingStackBuilder::pre_router)),
-//!   [`FallbackLayer`], [`RetryLayer`], [`HealthLayer`], [`CooldownLayer`], [`PreCallLayer`],
+//!   [`ContinuationLayer`] (a pass-through unless [`continuation`](RoutingStackBuilder::continuation)
+//!   turns it on), [`FallbackLayer`], [`RetryLayer`], [`HealthLayer`], [`CooldownLayer`], [`PreCallLayer`],
 //!   [`SelectLayer`] (the health layer passes calls through unless
 //!   [`health`](RoutingStackBuilder::health) turns it on);
 //! - or as the [`RoutingStack`]'s public fields, to stack by hand with your own layers in between.
@@ -52,11 +53,12 @@
 //! service.oneshot(req).await?;
 //!
 //! // The same layers one by one, with room for yours between any two of them.
-//! let RoutingStack { call_span, deadline, preroute, fallback, retry, cooldown, precall, select, .. } = stack;
+//! let RoutingStack { call_span, deadline, preroute, continuation, fallback, retry, cooldown, precall, select, .. } = stack;
 //! let by_hand = ServiceBuilder::new()
 //!     .layer(call_span)
 //!     .layer(deadline)
 //!     .layer(preroute)
+//!     .layer(continuation)
 //!     .layer(fallback)
 //!     .layer(retry)
 //!     // .layer(your_layer)
@@ -74,6 +76,7 @@ use tower_layer::Layer;
 
 use crate::{
     Registry, StateStore,
+    continuation::{Continuation, ContinuationConfig, ContinuationLayer},
     cooldown::{Cooldown, CooldownConfig, CooldownLayer},
     deadline::{Deadline, DeadlineLayer},
     fallback::{Fallback, FallbackConfig, FallbackEvent, FallbackLayer},
@@ -87,7 +90,7 @@ use crate::{
 
 /// The service [`RoutingStack`] builds around a provider `S`: the default order, outermost first.
 pub type RoutingService<S> =
-    CallSpan<Deadline<PreRoute<Fallback<Retry<Health<Cooldown<PreCall<Select<S>>>>>>, PreRouters>>>;
+    CallSpan<Deadline<PreRoute<Continuation<Fallback<Retry<Health<Cooldown<PreCall<Select<S>>>>>>>, PreRouters>>>;
 
 /// Receives the fallback layer's events.
 type FallbackHook = Arc<dyn Fn(&FallbackEvent) + Send + Sync>;
@@ -111,6 +114,9 @@ pub struct RoutingStack {
     /// Moves a request for a pre-router's virtual name to the group it picks (outermost of the
     /// routing layers); passes every request through when no pre-router was given.
     pub preroute: PreRouteLayer<PreRouters>,
+    /// Continues a chat completion stream broken after its first text on another deployment
+    /// (off unless [`continuation`](RoutingStackBuilder::continuation) turns it on).
+    pub continuation: ContinuationLayer,
     /// Moves a failed call to other model groups; gives the layers below its tables.
     pub fallback: FallbackLayer,
     /// Retries within the model group.
@@ -143,6 +149,7 @@ impl RoutingStack {
             cooldown: CooldownConfig::default(),
             precall: PreCallConfig::new(),
             pre_routers: PreRouters::new(),
+            continuation: ContinuationConfig::default(),
         }
     }
 }
@@ -157,7 +164,8 @@ impl<S: Clone> Layer<S> for RoutingStack {
         let health = self.health.layer(cooldown);
         let retry = self.retry.layer(health);
         let fallback = self.fallback.layer(retry);
-        let preroute = self.preroute.layer(fallback);
+        let continuation = self.continuation.layer(fallback);
+        let preroute = self.preroute.layer(continuation);
         let deadline = self.deadline.layer(preroute);
         self.call_span.layer(deadline)
     }
@@ -178,6 +186,7 @@ pub struct RoutingStackBuilder {
     cooldown: CooldownConfig,
     precall: PreCallConfig,
     pre_routers: PreRouters,
+    continuation: ContinuationConfig,
 }
 
 impl fmt::Debug for RoutingStackBuilder {
@@ -276,6 +285,13 @@ impl RoutingStackBuilder {
         self
     }
 
+    /// Mid-stream continuation of chat completion streams (off by default); each continuation
+    /// withdraws from the retry layer's budget, when it has one.
+    pub fn continuation(mut self, config: ContinuationConfig) -> Self {
+        self.continuation = config;
+        self
+    }
+
     /// Replaces the pre-routers with `routers`.
     pub fn pre_routers(mut self, routers: PreRouters) -> Self {
         self.pre_routers = routers;
@@ -297,7 +313,13 @@ impl RoutingStackBuilder {
             cooldown,
             precall,
             pre_routers,
+            continuation,
         } = self;
+        let mut continuation = ContinuationLayer::new(continuation);
+        if let Some(budget) = retry.budget.clone() {
+            // A continuation is a retry: it spends from the retry layer's budget.
+            continuation = continuation.retry_permit(move || budget.withdraw());
+        }
         // `enforce_rate_limits` is one setting: the pre-call filter and the select layer's
         // reservation (which holds without a pre-call layer too).
         let mut select = SelectLayer::new(registry.clone(), store.clone(), strategies)
@@ -316,6 +338,7 @@ impl RoutingStackBuilder {
             call_span: CallSpanLayer::new(),
             deadline: DeadlineLayer::optional(deadline),
             preroute: PreRouteLayer::set(pre_routers),
+            continuation,
             fallback,
             retry,
             health: HealthLayer::new(registry.clone(), store.clone(), health),

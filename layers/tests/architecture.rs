@@ -17,8 +17,19 @@ use std::{
 };
 
 /// The routing layers: none may name another.
-const LAYERS: &[&str] =
-    &["select", "precall", "cooldown", "retry", "fallback", "deadline", "span", "classify", "preroute", "health"];
+const LAYERS: &[&str] = &[
+    "select",
+    "precall",
+    "cooldown",
+    "retry",
+    "fallback",
+    "deadline",
+    "span",
+    "classify",
+    "preroute",
+    "health",
+    "continuation",
+];
 
 /// The composition of the layers: may name every one.
 const COMPOSITION: &[&str] = &["stack", "lib"];

@@ -112,6 +112,9 @@ pub struct Config {
     /// One deadline for a whole call: retries, backoffs and fallbacks together (`deadline`,
     /// seconds, ours).
     pub deadline: Option<Duration>,
+    /// Mid-stream continuation of chat completion streams (`stream_continuation`, ours; off by
+    /// default).
+    pub continuation: switchyard_layers::continuation::ContinuationConfig,
     /// Per-attempt timeout (`router_settings.timeout`, `litellm_settings.request_timeout`);
     /// `None` when not set (attempts then get the provider's default, 600 s).
     pub timeout: Option<Duration>,
@@ -162,6 +165,7 @@ impl Default for Config {
             cooldown: CooldownConfig::default(),
             precall: PreCallConfig::default(),
             deadline: None,
+            continuation: switchyard_layers::continuation::ContinuationConfig::default(),
             timeout: None,
             stream_timeout: None,
             redis: None,

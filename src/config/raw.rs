@@ -269,6 +269,8 @@ pub(crate) struct RawRouterSettings {
     pub(crate) retry_budget: Option<RawRetryBudget>,
     pub(crate) wait_for_cooldown: Option<Num>,
     pub(crate) deadline: Option<Num>,
+    /// Ours: `true` or `{enabled, max_continuations, max_partial_bytes}`.
+    pub(crate) stream_continuation: Option<Value>,
     /// `{provider: {budget_limit, time_period}}` (or `max_budget`, `budget_duration`).
     pub(crate) provider_budget_config: Option<BTreeMap<String, Value>>,
     /// Ours: `true`, or `{ttl, session, api_key}`.

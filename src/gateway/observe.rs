@@ -13,7 +13,8 @@ use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::HeaderValue;
 use switchyard_layers::{
-    BoxError, RouteBody, RouteCtx, RouteError, Served, ctx::PreRouteDecision, precall::AffinityHit, preroute::adaptive,
+    BoxError, RouteBody, RouteCtx, RouteError, Served, continuation::Continued, ctx::PreRouteDecision,
+    precall::AffinityHit, preroute::adaptive,
 };
 use switchyard_services::http_error;
 use tokio::time::Instant;
@@ -130,6 +131,9 @@ where
                         metrics::record_served(&served, overhead);
                         litellm.served(&requested, &served, elapsed, overhead, streaming);
                         dashboard.record_served(&served, streaming, resp.body_mut());
+                        if let Some(continued) = resp.extensions().get::<Continued>().cloned() {
+                            resp.body_mut().on_end(move |_| metrics::record_continuations(&continued));
+                        }
                         headers::insert_routing_headers(resp.headers_mut(), &served, overhead);
                         if let Some(id) = call_id {
                             remember_for_feedback(&state, &id, &requested, pre_routed.as_deref());

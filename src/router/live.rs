@@ -120,7 +120,8 @@ impl Parts {
             .retry(retry)
             .health(config.health.filter(config.cooldown.allowed_fails_policy.is_some()))
             .precall(config.precall.clone())
-            .pre_routers(pre_routers.clone());
+            .pre_routers(pre_routers.clone())
+            .continuation(config.continuation.clone());
         if let Some(seed) = self.seed.or(config.seed) {
             stack = stack.seed(seed);
         }

@@ -2,6 +2,7 @@
 //! -> validation); the conversion of each settings section is in its own module.
 
 mod cache_keys;
+mod continuation_keys;
 mod general_settings;
 mod health_keys;
 mod litellm_settings;

@@ -58,6 +58,7 @@ pub(super) fn router_only(c: &mut Config, mut rs: RawRouterSettings, w: &mut War
     c.redis = redis(keys, w)?;
     c.seed = opt(rs.seed, || at("seed"), to_u64)?;
     c.deadline = opt(rs.deadline, || at("deadline"), to_timeout)?;
+    c.continuation = super::continuation_keys::stream_continuation(rs.stream_continuation.take())?;
     w.ignored_keys("router_settings", &rs.extra, NOT_SUPPORTED);
     Ok(())
 }

@@ -15,7 +15,7 @@ use std::{collections::BTreeMap, sync::OnceLock, time::Duration};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 pub(crate) mod litellm;
-use switchyard_layers::{AttemptRecord, Served, fallback::FallbackEvent};
+use switchyard_layers::{AttemptRecord, Served, continuation::Continued, fallback::FallbackEvent};
 
 /// Requests answered by the gateway, by endpoint and status.
 pub(crate) const REQUESTS: &str = "switchyard_requests_total";
@@ -29,6 +29,9 @@ pub(crate) const RETRIES: &str = "switchyard_retries_total";
 pub(crate) const FALLBACKS: &str = "switchyard_fallbacks_total";
 /// Call time minus the serving attempt's upstream time.
 pub(crate) const OVERHEAD: &str = "switchyard_overhead_seconds";
+/// Broken streams continued on another deployment (opt-in), by the group and deployment that
+/// continued them.
+pub(crate) const STREAM_CONTINUATIONS: &str = "switchyard_stream_continuations_total";
 /// Config reloads, by result.
 pub(crate) const RELOADS: &str = "switchyard_config_reloads_total";
 
@@ -93,6 +96,11 @@ fn describe() {
     metrics::describe_counter!(ATTEMPTS, "Attempts sent to deployments, by group, deployment and outcome.");
     metrics::describe_counter!(RETRIES, "Retries inside a model group.");
     metrics::describe_counter!(FALLBACKS, "Fallback hops from one model group to another.");
+    metrics::describe_counter!(
+        STREAM_CONTINUATIONS,
+        "Streams broken after their first text and continued (stream_continuation), by the group and deployment that \
+         continued them."
+    );
     metrics::describe_histogram!(
         OVERHEAD,
         metrics::Unit::Seconds,
@@ -188,6 +196,15 @@ fn record_trail(trail: &[AttemptRecord], served_group: Option<&str>) {
 fn attempt(group: &str, deployment: &str, outcome: &'static str) {
     metrics::counter!(ATTEMPTS, "group" => group.to_owned(), "deployment" => deployment.to_owned(), "outcome" => outcome)
         .increment(1);
+}
+
+/// Counts the continuations of a streamed answer, once its body ended.
+pub(crate) fn record_continuations(continued: &Continued) {
+    for served in continued.served().iter().flatten() {
+        attempt(&served.group, served.deployment.as_str(), "success");
+        metrics::counter!(STREAM_CONTINUATIONS, "group" => served.group.to_string(), "deployment" => served.deployment.to_string())
+            .increment(1);
+    }
 }
 
 /// The router's `on_fallback` hook: counts every hop.
