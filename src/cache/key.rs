@@ -33,6 +33,7 @@ use std::{fmt, fmt::Write as _, sync::Arc};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use switchyard_layers::deployment::canonical_json;
 use switchyard_services::provider::ROUTING_KEYS;
 
 /// Body members that never enter the key besides [`ROUTING_KEYS`].
@@ -172,7 +173,7 @@ pub fn cache_key(namespace: Option<&str>, parts: &KeyParts<'_>) -> String {
             }
             write_json_str(&mut material, k);
             material.push(':');
-            write_canonical(&mut material, v);
+            canonical_json(v, &mut material);
         }
     }
     material.push('}');
@@ -190,37 +191,6 @@ pub fn cache_key(namespace: Option<&str>, parts: &KeyParts<'_>) -> String {
 
 fn write_json_str(out: &mut String, s: &str) {
     out.push_str(&Value::from(s).to_string());
-}
-
-/// JSON with object members sorted by key at every depth.
-fn write_canonical(out: &mut String, v: &Value) {
-    match v {
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (k, v)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_str(out, k);
-                out.push(':');
-                write_canonical(out, v);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(out, item);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
 }
 
 #[cfg(test)]

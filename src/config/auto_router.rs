@@ -447,16 +447,7 @@ pub(crate) fn merge_preferences(
         into.insert(group.to_owned(), prefs);
         return Ok(());
     };
-    if have.quality_tier != prefs.quality_tier {
-        return Err(ConfigError::invalid(
-            path(),
-            format!(
-                "quality tier {} differs from {} declared by another deployment of group `{group}`; a group has one \
-                 quality tier",
-                prefs.quality_tier, have.quality_tier
-            ),
-        ));
-    }
+    same_tier(have.quality_tier, prefs.quality_tier, group, "quality tier", path)?;
     for keyword in prefs.keywords {
         if !have.keywords.contains(&keyword) {
             have.keywords.push(keyword);
@@ -467,6 +458,26 @@ pub(crate) fn merge_preferences(
         (a, b) => a.or(b),
     };
     Ok(())
+}
+
+/// A group's deployments must declare one tier: `new` (at `path`) against `have`, declared by
+/// another deployment of `group`.
+fn same_tier<T: PartialEq + fmt::Display>(
+    have: T,
+    new: T,
+    group: &str,
+    what: &str,
+    path: impl FnOnce() -> String,
+) -> Result<(), ConfigError> {
+    if have == new {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(
+        path(),
+        format!(
+            "quality tier {new} differs from {have} declared by another deployment of group `{group}`; a group has one {what}"
+        ),
+    ))
 }
 
 /// The adaptive preferences of every group, merged over its deployments: the tier must agree,
@@ -481,16 +492,7 @@ pub(crate) fn merge_adaptive(
         into.insert(group.to_owned(), prefs);
         return Ok(());
     };
-    if have.quality_tier != prefs.quality_tier {
-        return Err(ConfigError::invalid(
-            path(),
-            format!(
-                "quality tier {} differs from {} declared by another deployment of group `{group}`; a group has one \
-                 adaptive quality tier",
-                prefs.quality_tier, have.quality_tier
-            ),
-        ));
-    }
+    same_tier(have.quality_tier, prefs.quality_tier, group, "adaptive quality tier", path)?;
     for s in prefs.strengths {
         if !have.strengths.contains(&s) {
             have.strengths.push(s);

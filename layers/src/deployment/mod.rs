@@ -24,6 +24,6 @@ mod registry;
 
 pub use candidates::Candidates;
 pub use id::DeploymentId;
-pub use model::{ApiBaseProblem, ApiKey, Capabilities, Deployment, DeploymentBuilder, DeploymentError};
+pub use model::{ApiBaseProblem, ApiKey, Capabilities, Deployment, DeploymentBuilder, DeploymentError, canonical_json};
 pub use pattern::{inferred_provider, pattern_matches};
 pub use registry::{Group, Registry, RegistryError, Resolved, WeightBasis};

@@ -715,8 +715,21 @@ fn derive_id(d: &Deployment) -> DeploymentId {
     DeploymentId::new(id)
 }
 
-/// Renders JSON with object keys sorted, whatever map ordering serde_json was built with.
-fn canonical_json(v: &Value, out: &mut String) {
+/// Appends `v` to `out` as canonical JSON: object members sorted by key at every depth, no
+/// whitespace, whatever map ordering serde_json was built with. Two values that differ only in
+/// member order render the same (what deployment ids and cache keys are derived from).
+///
+/// ```
+/// use serde_json::json;
+/// use switchyard_layers::deployment::canonical_json;
+///
+/// let (mut a, mut b) = (String::new(), String::new());
+/// canonical_json(&json!({"b": [1, {"d": 2, "c": 3}], "a": "x"}), &mut a);
+/// canonical_json(&json!({"a": "x", "b": [1, {"c": 3, "d": 2}]}), &mut b);
+/// assert_eq!(a, r#"{"a":"x","b":[1,{"c":3,"d":2}]}"#);
+/// assert_eq!(a, b);
+/// ```
+pub fn canonical_json(v: &Value, out: &mut String) {
     match v {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
